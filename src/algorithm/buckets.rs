@@ -1,0 +1,174 @@
+//! Bucket arithmetic shared by the fixed and sliding windows: which bucket a
+//! moment falls in, where it starts, how far into it we are, how long its
+//! counter must live, and the key suffix that names it.
+//!
+//! Buckets are aligned on unix time (bucket `i` covers
+//! `[i * len, (i + 1) * len)` nanoseconds after the epoch), so every process
+//! that shares a store agrees on them without talking to the others.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::error::{ConfigError, Error};
+use crate::quota::compact_duration;
+
+/// memcached expires items on a one-second clock, so a counter is kept one
+/// second longer than it is read to never lose it early.
+const EXPIRY_SLACK: Duration = Duration::from_secs(1);
+
+/// Buckets of one length, with `history` older buckets still read after a
+/// bucket closes.
+#[derive(Debug, Clone)]
+pub(crate) struct Buckets {
+    len_nanos: i64,
+    history: u32,
+    format: &'static str,
+    tag: Option<String>,
+}
+
+impl Buckets {
+    /// `period` split into `count` buckets, each kept readable for `history`
+    /// buckets after its own.
+    pub(crate) fn new(period: Duration, count: u32, history: u32) -> Result<Self, ConfigError> {
+        if count == 0 {
+            return Err(ConfigError::new("sub_windows", "must be at least 1"));
+        }
+        let period_nanos = period.as_nanos();
+        let len_nanos = period_nanos / u128::from(count);
+        if len_nanos == 0 || period_nanos % u128::from(count) != 0 || len_nanos % 1_000_000 != 0 {
+            return Err(ConfigError::new(
+                "sub_windows",
+                format!(
+                    "{count} does not split the period {} into whole milliseconds",
+                    compact_duration(period)
+                ),
+            ));
+        }
+        let millis = len_nanos / 1_000_000;
+        let format = if millis % 60_000 == 0 {
+            "%Y%m%d%H%M"
+        } else if millis % 1_000 == 0 {
+            "%Y%m%d%H%M%S"
+        } else {
+            "%Y%m%d%H%M%S%3f"
+        };
+        // Minute buckets keep the plain `<yyyyMMddHHmm>` form; any other
+        // length is tagged, so limiters with different bucket lengths in one
+        // namespace never share a counter.
+        let tag =
+            (millis != 60_000).then(|| compact_duration(Duration::from_nanos(len_nanos as u64)));
+        Ok(Self {
+            len_nanos: len_nanos as i64,
+            history,
+            format,
+            tag,
+        })
+    }
+
+    /// How many older buckets are read beside the current one.
+    pub(crate) fn history(&self) -> u32 {
+        self.history
+    }
+
+    /// The index of the bucket holding `now_nanos`.
+    pub(crate) fn index(&self, now_nanos: i64) -> i64 {
+        now_nanos.div_euclid(self.len_nanos)
+    }
+
+    /// Where bucket `index` starts, in unix nanoseconds.
+    pub(crate) fn start(&self, index: i64) -> i64 {
+        index.saturating_mul(self.len_nanos)
+    }
+
+    /// How much of its bucket has elapsed at `now_nanos`, in `[0, 1)`.
+    pub(crate) fn elapsed_fraction(&self, now_nanos: i64) -> f64 {
+        now_nanos.rem_euclid(self.len_nanos) as f64 / self.len_nanos as f64
+    }
+
+    /// The time from `now_nanos` to a point `fraction` into bucket `index`,
+    /// rounded up to the microsecond (ignoring float noise far below it),
+    /// never negative.
+    pub(crate) fn until(&self, now_nanos: i64, index: i64, fraction: f64) -> Duration {
+        let offset_micros = (fraction * self.len_nanos as f64 / 1_000.0 - 1e-6).ceil();
+        let at = self.start(index) as i128 + (offset_micros.max(0.0) as i128) * 1_000;
+        let wait = (at - i128::from(now_nanos)).max(0);
+        Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX))
+    }
+
+    /// How long a counter must live after its creation: its own bucket plus
+    /// the `history` buckets that still read it, plus [`EXPIRY_SLACK`].
+    pub(crate) fn ttl(&self) -> Duration {
+        Duration::from_nanos(self.len_nanos as u64) * (self.history + 1) + EXPIRY_SLACK
+    }
+
+    /// The key suffix naming bucket `index`: its start in UTC, formatted by
+    /// chrono, plus the bucket length unless it is one minute.
+    pub(crate) fn suffix(&self, index: i64) -> String {
+        let start = DateTime::<Utc>::from_timestamp_nanos(self.start(index));
+        let mut suffix = start.format(self.format).to_string();
+        if let Some(tag) = &self.tag {
+            suffix.push('-');
+            suffix.push_str(tag);
+        }
+        suffix
+    }
+}
+
+/// `at` as unix nanoseconds, or the error for a clock beyond 2262.
+pub(crate) fn unix_nanos(at: DateTime<Utc>) -> Result<i64, Error> {
+    at.timestamp_nanos_opt().ok_or(Error::ClockOutOfRange(at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> i64 {
+        unix_nanos(text.parse::<DateTime<Utc>>().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn minute_buckets_are_named_like_the_article() {
+        let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
+        let now = at("2026-11-22T07:10:23Z");
+        assert_eq!(buckets.suffix(buckets.index(now)), "202611220710");
+        assert!((buckets.elapsed_fraction(now) - 23.0 / 60.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn other_lengths_are_tagged() {
+        let quarter = Buckets::new(Duration::from_secs(60), 4, 4).unwrap();
+        let now = at("2026-11-22T07:10:23Z");
+        assert_eq!(quarter.suffix(quarter.index(now)), "20261122071015-15s");
+        let ten = Buckets::new(Duration::from_secs(600), 1, 0).unwrap();
+        assert_eq!(ten.suffix(ten.index(now)), "202611220710-10m");
+        let fast = Buckets::new(Duration::from_millis(1000), 4, 4).unwrap();
+        assert_eq!(
+            fast.suffix(fast.index(now + 300_000_000)),
+            "20261122071023250-250ms"
+        );
+    }
+
+    #[test]
+    fn rejects_splits_that_are_not_whole_milliseconds() {
+        assert!(Buckets::new(Duration::from_secs(1), 3, 3).is_err());
+        assert!(Buckets::new(Duration::from_secs(60), 0, 0).is_err());
+        assert!(Buckets::new(Duration::from_millis(1), 2, 2).is_err());
+        assert!(Buckets::new(Duration::from_secs(60), 7, 7).is_err());
+        assert!(Buckets::new(Duration::from_secs(60), 60, 60).is_ok());
+    }
+
+    #[test]
+    fn ttl_covers_every_read_of_the_bucket() {
+        let buckets = Buckets::new(Duration::from_secs(60), 4, 4).unwrap();
+        assert_eq!(buckets.ttl(), Duration::from_secs(5 * 15 + 1));
+    }
+
+    #[test]
+    fn buckets_before_the_epoch_still_align() {
+        let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
+        assert_eq!(buckets.index(-1), -1);
+        assert!(buckets.elapsed_fraction(-1) > 0.99);
+    }
+}

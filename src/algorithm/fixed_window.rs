@@ -1,0 +1,93 @@
+//! Fixed window: one counter per client per calendar window.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::buckets::Buckets;
+use super::window::WindowCounter;
+use crate::decision::Decision;
+use crate::error::{ConfigError, Error};
+use crate::limiter::{LimiterBuilder, RateLimiter};
+use crate::quota::Quota;
+use crate::store::Store;
+
+/// The fixed window: one counter per client per window, such as
+/// `rl:alice_202611220107` for the minute starting 01:07 UTC, incremented
+/// with one atomic create-on-miss increment per request (seed
+/// `000_2b9745f3300e7285.txt`, "Fixed window").
+///
+/// Windows are aligned on unix time, so every process agrees on them. It is
+/// exact within a window and the cheapest algorithm there is, but it forgets
+/// everything at the window boundary: a client can spend its whole limit
+/// just before a boundary and again just after it, so up to twice the limit
+/// can pass in one period.
+///
+/// ```
+/// use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore, RateLimiter};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let clock = ManualClock::from_unix_secs(1_800_000_000); // a minute boundary
+/// let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+/// let limiter = FixedWindow::builder("3/minute".parse()?, store).clock(clock.clone()).build()?;
+///
+/// for _ in 0..3 {
+///     assert!(limiter.check(b"alice").await?.is_allowed());
+/// }
+/// assert!(limiter.check(b"alice").await?.is_denied());
+/// clock.advance(Duration::from_secs(60));
+/// assert!(limiter.check(b"alice").await?.is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct FixedWindow {
+    inner: WindowCounter,
+}
+
+/// The fixed window's own settings (it has none beyond the shared ones).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FixedWindowConfig {
+    _private: (),
+}
+
+impl FixedWindow {
+    /// Starts building a fixed window enforcing `quota` on `store`.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindowConfig> {
+        LimiterBuilder::new(quota, store, FixedWindowConfig::default())
+    }
+
+    /// The key of `client`'s window at `at`.
+    pub fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
+        self.inner.keys_at(client, at)
+    }
+}
+
+impl LimiterBuilder<FixedWindowConfig> {
+    /// Validates the settings and builds the limiter.
+    pub fn build(self) -> Result<FixedWindow, ConfigError> {
+        let (settings, _) = self.into_settings()?;
+        let buckets = Buckets::new(settings.quota.period(), 1, 0)?;
+        Ok(FixedWindow {
+            inner: WindowCounter { settings, buckets },
+        })
+    }
+}
+
+#[async_trait]
+impl RateLimiter for FixedWindow {
+    fn quota(&self) -> Quota {
+        self.inner.settings.quota
+    }
+
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        self.inner.check_n(key, cost).await
+    }
+
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.inner.reset(key).await
+    }
+}

@@ -1,0 +1,136 @@
+//! The approximated sliding window.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::buckets::Buckets;
+use super::window::WindowCounter;
+use crate::decision::Decision;
+use crate::error::{ConfigError, Error};
+use crate::limiter::{LimiterBuilder, RateLimiter};
+use crate::quota::Quota;
+use crate::store::Store;
+
+/// The longest split [`SlidingWindowConfig`] accepts.
+pub const MAX_SUB_WINDOWS: u32 = 600;
+
+/// The approximated sliding window (seed `000_2b9745f3300e7285.txt`,
+/// "Approximated sliding window from fixed windows").
+///
+/// The period is split into `n` sub-windows (default 1), each a fixed-window
+/// counter aligned on unix time. A request increments the current
+/// sub-window's counter and, in the same round trip to the same server,
+/// reads the `n` before it. The count over the period ending now is
+/// estimated as the current and the `n - 1` previous sub-windows in full,
+/// plus the oldest one weighted by the share of it still inside the period:
+///
+/// ```text
+/// n = 1:  estimate = current + previous × (1 − elapsed)
+/// n > 1:  estimate = sub[0] + … + sub[n−1] + sub[n] × (1 − elapsed)
+/// ```
+///
+/// where `elapsed` is the fraction of the current sub-window already gone.
+/// For example, with 42 requests in the previous minute, 18 in this one and
+/// 15 s into it, the estimate is `18 + 42 × 45/60 = 49.5`. Under a steady
+/// rate the estimate is exact. It errs only when the oldest sub-window's
+/// traffic was bunched at one end: the error is at most that sub-window's
+/// count times `elapsed`, so smaller sub-windows bound it more tightly,
+/// at the price of `n + 1` keys per client and `n` reads per decision (all
+/// in the same round trip).
+///
+/// ```
+/// use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, SlidingWindow};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let clock = ManualClock::from_unix_secs(1_800_000_000); // a minute boundary
+/// let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+/// let limiter = SlidingWindow::builder("10/minute".parse()?, store)
+///     .sub_windows(4)
+///     .clock(clock.clone())
+///     .build()?;
+///
+/// for _ in 0..10 {
+///     assert!(limiter.check(b"alice").await?.is_allowed());
+/// }
+/// // A fixed window would forget all ten at the minute mark; here they
+/// // still count until they slide out.
+/// clock.advance(Duration::from_secs(60));
+/// assert!(limiter.check(b"alice").await?.is_denied());
+/// clock.advance(Duration::from_secs(15));
+/// assert!(limiter.check(b"alice").await?.is_allowed());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct SlidingWindow {
+    inner: WindowCounter,
+}
+
+/// The sliding window's own settings.
+#[derive(Debug, Clone, Copy)]
+pub struct SlidingWindowConfig {
+    sub_windows: u32,
+}
+
+impl SlidingWindow {
+    /// Starts building a sliding window enforcing `quota` on `store`.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindowConfig> {
+        LimiterBuilder::new(quota, store, SlidingWindowConfig { sub_windows: 1 })
+    }
+
+    /// The number of sub-windows the period is split into.
+    pub fn sub_windows(&self) -> u32 {
+        self.inner.buckets.history()
+    }
+
+    /// The keys read for `client` at `at`: the current sub-window first,
+    /// then each older one.
+    pub fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
+        self.inner.keys_at(client, at)
+    }
+}
+
+impl LimiterBuilder<SlidingWindowConfig> {
+    /// Splits the period into `n` sub-windows (default 1). `n` must divide
+    /// the period into whole milliseconds and be at most
+    /// [`MAX_SUB_WINDOWS`].
+    pub fn sub_windows(mut self, n: u32) -> Self {
+        self.algorithm.sub_windows = n;
+        self
+    }
+
+    /// Validates the settings and builds the limiter.
+    pub fn build(self) -> Result<SlidingWindow, ConfigError> {
+        let (settings, config) = self.into_settings()?;
+        let n = config.sub_windows;
+        if n > MAX_SUB_WINDOWS {
+            return Err(ConfigError::new(
+                "sub_windows",
+                format!("{n} is more than {MAX_SUB_WINDOWS}"),
+            ));
+        }
+        let buckets = Buckets::new(settings.quota.period(), n, n)?;
+        Ok(SlidingWindow {
+            inner: WindowCounter { settings, buckets },
+        })
+    }
+}
+
+#[async_trait]
+impl RateLimiter for SlidingWindow {
+    fn quota(&self) -> Quota {
+        self.inner.settings.quota
+    }
+
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        self.inner.check_n(key, cost).await
+    }
+
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.inner.reset(key).await
+    }
+}

@@ -1,0 +1,123 @@
+//! Where time comes from. Algorithms never read the wall clock themselves:
+//! every limiter is handed a [`Clock`], so tests and simulations can drive
+//! time by hand and production code uses unix time.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+/// A source of the current time.
+///
+/// Window buckets are derived from unix time, so every process that shares
+/// a store must read a clock that agrees on unix time (NTP-synchronised
+/// hosts). [`SystemClock`] is that clock; [`ManualClock`] is moved by hand.
+///
+/// ```
+/// use memcache_ratelimit::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::from_unix_secs(1_700_000_000);
+/// let view = clock.clone();
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(view.now().timestamp(), 1_700_000_005);
+/// ```
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// The current time.
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The host's unix time, read through chrono.
+///
+/// ```
+/// use memcache_ratelimit::{Clock, SystemClock};
+///
+/// assert!(SystemClock.now().timestamp() > 1_600_000_000);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock that only moves when told to. Clones share one time, so a test
+/// can hand a clone to a limiter and a store and move them all at once.
+///
+/// ```
+/// use memcache_ratelimit::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::from_unix_secs(60);
+/// clock.advance(Duration::from_millis(1500));
+/// assert_eq!(clock.now().timestamp_millis(), 61_500);
+/// clock.set(chrono::DateTime::from_timestamp(0, 0).unwrap());
+/// assert_eq!(clock.now().timestamp(), 0);
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    nanos: Arc<AtomicI64>,
+}
+
+impl ManualClock {
+    /// A clock stopped at `at`.
+    ///
+    /// Times outside what `i64` nanoseconds can hold (before 1677 or after
+    /// 2262) are clamped to that range.
+    pub fn new(at: DateTime<Utc>) -> Self {
+        Self {
+            nanos: Arc::new(AtomicI64::new(to_nanos(at))),
+        }
+    }
+
+    /// A clock stopped at `secs` seconds after the unix epoch.
+    pub fn from_unix_secs(secs: i64) -> Self {
+        Self::new(Utc.timestamp_opt(secs, 0).single().unwrap_or_default())
+    }
+
+    /// Moves every clone of this clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_nanos()).unwrap_or(i64::MAX);
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_add(by))
+            });
+    }
+
+    /// Sets every clone of this clock to `at`, forward or backward.
+    pub fn set(&self, at: DateTime<Utc>) {
+        self.nanos.store(to_nanos(at), Ordering::SeqCst);
+    }
+}
+
+impl Default for ManualClock {
+    /// A clock stopped at the unix epoch.
+    fn default() -> Self {
+        Self::from_unix_secs(0)
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp_nanos(self.nanos.load(Ordering::SeqCst))
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ManualClock").field(&self.now()).finish()
+    }
+}
+
+fn to_nanos(at: DateTime<Utc>) -> i64 {
+    at.timestamp_nanos_opt().unwrap_or(if at.timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}

@@ -1,0 +1,105 @@
+//! The answer to one request.
+
+use std::time::Duration;
+
+/// Whether a request may go ahead, and the state of the client's limit to
+/// report back to it (for example in `RateLimit` and `Retry-After` headers).
+///
+/// ```
+/// use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore, Quota, RateLimiter};
+/// use std::num::NonZeroU64;
+/// use std::sync::Arc;
+///
+/// # tokio_test_block(async {
+/// let clock = ManualClock::from_unix_secs(1_700_000_000);
+/// let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+/// let limiter = FixedWindow::builder(Quota::per_minute(NonZeroU64::new(1).unwrap()), store)
+///     .clock(clock)
+///     .build()?;
+///
+/// let first = limiter.check(b"alice").await?;
+/// assert!(first.is_allowed());
+/// assert_eq!(first.remaining(), 0);
+///
+/// let second = limiter.check(b"alice").await?;
+/// assert!(!second.is_allowed());
+/// // The window started 20 s before this clock's time, so 40 s remain.
+/// assert_eq!(second.retry_after().unwrap().as_secs(), 40);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    allowed: bool,
+    limit: u64,
+    remaining: u64,
+    reset_after: Duration,
+    retry_after: Option<Duration>,
+}
+
+impl Decision {
+    /// A decision that lets the request through.
+    pub fn allowed(limit: u64, remaining: u64, reset_after: Duration) -> Self {
+        Self {
+            allowed: true,
+            limit,
+            remaining,
+            reset_after,
+            retry_after: None,
+        }
+    }
+
+    /// A decision that turns the request away until `retry_after` has
+    /// passed.
+    pub fn denied(
+        limit: u64,
+        remaining: u64,
+        reset_after: Duration,
+        retry_after: Duration,
+    ) -> Self {
+        Self {
+            allowed: false,
+            limit,
+            remaining,
+            reset_after,
+            retry_after: Some(retry_after),
+        }
+    }
+
+    /// Whether the request may go ahead.
+    pub fn is_allowed(&self) -> bool {
+        self.allowed
+    }
+
+    /// Whether the request was turned away.
+    pub fn is_denied(&self) -> bool {
+        !self.allowed
+    }
+
+    /// The limit per period.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// How many more cost units the client may spend right now, rounded
+    /// down.
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// How long until the client's usage has fully drained, if it sends
+    /// nothing more.
+    pub fn reset_after(&self) -> Duration {
+        self.reset_after
+    }
+
+    /// For a denied request, how long until the same request would be
+    /// allowed if the client sends nothing else meanwhile; `None` when the
+    /// request was allowed.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
+    }
+}

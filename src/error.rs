@@ -1,0 +1,143 @@
+//! What can go wrong. A denial is not an error: it is a [`Decision`]
+//! whose `allowed` is false. Errors are for requests that can never succeed,
+//! for the store failing, and for configurations that make no sense.
+//!
+//! [`Decision`]: crate::Decision
+
+use std::time::Duration;
+
+/// A limiter could not reach a decision.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store failed. [`StoreError::is_ambiguous`] tells whether a write
+    /// may have landed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The decision did not complete within the limiter's deadline. Any
+    /// write already sent may or may not have landed; it is never retried.
+    #[error("no decision within the {0:?} deadline")]
+    DeadlineExceeded(Duration),
+    /// The request costs more than the limit allows in a whole period, so
+    /// it could never be allowed, however long the client waited.
+    #[error("a cost of {cost} exceeds the limit of {limit}: this request can never be allowed")]
+    CostExceedsLimit {
+        /// The cost asked for.
+        cost: u64,
+        /// The limit per period.
+        limit: u64,
+    },
+    /// A cost of zero was asked for; every request costs at least 1.
+    #[error("a request must cost at least 1")]
+    ZeroCost,
+    /// The clock reads a time that the window arithmetic cannot represent
+    /// (before 1970 or after 2262).
+    #[error("the clock reads {0}, outside the supported range 1970..2262")]
+    ClockOutOfRange(chrono::DateTime<chrono::Utc>),
+}
+
+/// What kind of store failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The connection failed or could not be made.
+    Io,
+    /// The store did not answer in time.
+    Timeout,
+    /// The store answered something that does not parse.
+    Protocol,
+    /// The store reported an error of its own (`SERVER_ERROR`).
+    Server,
+    /// The store rejected the command (`CLIENT_ERROR`), for example an
+    /// increment of a value that is not a number.
+    Rejected,
+    /// A counter holds something that is not a number.
+    NotACounter,
+    /// The key is not a valid memcached key (1 to 250 bytes, no whitespace
+    /// or control bytes). Keys built by the limiters are always valid.
+    InvalidKey,
+    /// The store was configured wrongly or could not be set up.
+    Config,
+}
+
+/// A store operation failed.
+///
+/// `ambiguous` is true when the request was written but its outcome is
+/// unknown: the write may have landed. Limiters never retry such a write
+/// blindly, so nothing is counted twice.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{kind:?} store error{}: {message}", if *.ambiguous { " (outcome unknown)" } else { "" })]
+pub struct StoreError {
+    kind: StoreErrorKind,
+    ambiguous: bool,
+    message: String,
+}
+
+impl StoreError {
+    /// A store error of `kind`.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    ///
+    /// let error = StoreError::new(StoreErrorKind::Io, "connection refused");
+    /// assert_eq!(error.kind(), StoreErrorKind::Io);
+    /// assert!(!error.is_ambiguous());
+    /// ```
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            ambiguous: false,
+            message: message.into(),
+        }
+    }
+
+    /// Marks the error as ambiguous: the request was written, and its
+    /// effect may have happened.
+    #[must_use]
+    pub fn ambiguous(mut self) -> Self {
+        self.ambiguous = true;
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
+    }
+
+    /// Whether the request may have been applied although it failed.
+    pub fn is_ambiguous(&self) -> bool {
+        self.ambiguous
+    }
+
+    /// The failure's description.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+/// A quota, limiter or store configuration was rejected when it was built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct ConfigError {
+    field: &'static str,
+    reason: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            field,
+            reason: reason.into(),
+        }
+    }
+
+    /// The name of the setting that was rejected, such as `"period"`.
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// Why it was rejected.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}

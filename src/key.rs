@@ -1,0 +1,212 @@
+//! The one place that turns a client id into memcached keys.
+//!
+//! A key is `<namespace>:<client>_<suffix>`, for example
+//! `rl:alice_202611220107` for alice's minute bucket starting at
+//! 2026-11-22 01:07 UTC. The parts:
+//!
+//! - `namespace` is chosen by the operator and validated when a limiter is
+//!   built (1 to [`MAX_NAMESPACE_LEN`] printable ASCII bytes, no `#`).
+//! - `client` is the id itself when it is short and made of printable
+//!   ASCII other than `#`: readable keys for the common case. Any other id
+//!   (empty, spaces, CR/LF, control bytes, non-UTF-8, too long, or
+//!   containing `#`) becomes `#` followed by the hex SHA-256 of its bytes.
+//!   Raw ids never contain `#`, so a raw id and a hashed one never meet,
+//!   and SHA-256 keeps hashed ids apart.
+//! - `suffix` is written by the algorithm (a bucket's start time, for
+//!   example) and never contains `_`.
+//!
+//! So every key is at most [`MAX_KEY_LEN`] bytes of printable ASCII with no
+//! whitespace, nothing a client sends can inject a protocol command, and
+//! the client part of a key is recovered unambiguously as everything before
+//! the last `_`: two distinct ids never share a key. That same prefix is
+//! what the memcached store routes on ([`routing_prefix`]), so all the keys
+//! of one client live on one server.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::ConfigError;
+
+/// The longest key memcached accepts.
+pub const MAX_KEY_LEN: usize = 250;
+/// The longest namespace a limiter accepts.
+pub const MAX_NAMESPACE_LEN: usize = 64;
+/// Bytes kept free at the end of every key for `_<suffix>`.
+const SUFFIX_RESERVE: usize = 40;
+const HASH_MARK: u8 = b'#';
+
+/// A validated namespace, the first part of every key a limiter writes.
+///
+/// ```
+/// use memcache_ratelimit::KeySpace;
+///
+/// let keys = KeySpace::new("api")?;
+/// assert_eq!(keys.client(b"alice").as_str(), "api:alice");
+/// // Unsafe or long ids are hashed.
+/// assert!(keys.client(b"a b\r\nflush_all").as_str().starts_with("api:#"));
+/// assert!(KeySpace::new("has space").is_err());
+/// # Ok::<(), memcache_ratelimit::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpace {
+    namespace: String,
+}
+
+impl KeySpace {
+    /// Validates `namespace`: 1 to [`MAX_NAMESPACE_LEN`] bytes of printable
+    /// ASCII (`!` to `~`), without `#`.
+    pub fn new(namespace: impl Into<String>) -> Result<Self, ConfigError> {
+        let namespace = namespace.into();
+        if namespace.is_empty() || namespace.len() > MAX_NAMESPACE_LEN {
+            return Err(ConfigError::new(
+                "namespace",
+                format!(
+                    "{namespace:?} must be 1 to {MAX_NAMESPACE_LEN} bytes long, not {}",
+                    namespace.len()
+                ),
+            ));
+        }
+        if !namespace.bytes().all(is_raw_byte) {
+            return Err(ConfigError::new(
+                "namespace",
+                format!("{namespace:?} may only hold printable ASCII other than '#' and space"),
+            ));
+        }
+        Ok(Self { namespace })
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The key prefix of client `id`: `<namespace>:<client>`.
+    pub fn client(&self, id: &[u8]) -> ClientKey {
+        let max_raw = MAX_KEY_LEN - self.namespace.len() - 2 - SUFFIX_RESERVE;
+        let mut prefix = String::with_capacity(self.namespace.len() + 1 + id.len().min(max_raw));
+        prefix.push_str(&self.namespace);
+        prefix.push(':');
+        if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
+            // Every byte is printable ASCII, so this is valid UTF-8.
+            prefix.push_str(std::str::from_utf8(id).expect("printable ASCII"));
+        } else {
+            prefix.push(HASH_MARK as char);
+            for byte in Sha256::digest(id) {
+                prefix.push_str(&format!("{byte:02x}"));
+            }
+        }
+        ClientKey { prefix }
+    }
+}
+
+impl Default for KeySpace {
+    /// The namespace `rl`.
+    fn default() -> Self {
+        Self {
+            namespace: "rl".to_owned(),
+        }
+    }
+}
+
+/// The key prefix of one client, `<namespace>:<client>`; every key of the
+/// client extends it with `_<suffix>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ClientKey {
+    prefix: String,
+}
+
+impl ClientKey {
+    /// The prefix as text.
+    pub fn as_str(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The full key `<prefix>_<suffix>`.
+    ///
+    /// # Panics
+    ///
+    /// If `suffix` holds `_` or is longer than the space kept for it: the
+    /// suffixes are written by this crate's algorithms, so that is a bug.
+    pub(crate) fn with_suffix(&self, suffix: &str) -> Vec<u8> {
+        assert!(
+            suffix.len() < SUFFIX_RESERVE && suffix.bytes().all(|b| is_raw_byte(b) && b != b'_'),
+            "invalid key suffix {suffix:?}"
+        );
+        let mut key = Vec::with_capacity(self.prefix.len() + 1 + suffix.len());
+        key.extend_from_slice(self.prefix.as_bytes());
+        key.push(b'_');
+        key.extend_from_slice(suffix.as_bytes());
+        key
+    }
+}
+
+impl fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.prefix)
+    }
+}
+
+/// The part of a key that decides its server: everything before the last
+/// `_`, which for keys built by this crate is `<namespace>:<client>`. A key
+/// without `_` routes as a whole.
+///
+/// ```
+/// use memcache_ratelimit::key::routing_prefix;
+///
+/// assert_eq!(routing_prefix(b"rl:user_42_202611220107"), b"rl:user_42");
+/// assert_eq!(routing_prefix(b"plain"), b"plain");
+/// ```
+pub fn routing_prefix(key: &[u8]) -> &[u8] {
+    match key.iter().rposition(|&b| b == b'_') {
+        Some(at) => &key[..at],
+        None => key,
+    }
+}
+
+/// Whether `key` is one memcached accepts verbatim: 1 to 250 bytes with no
+/// whitespace or control bytes.
+pub fn is_valid_key(key: &[u8]) -> bool {
+    !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > 0x20 && b < 0x7f)
+}
+
+fn is_raw_byte(byte: u8) -> bool {
+    (0x21..=0x7e).contains(&byte) && byte != HASH_MARK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_ids_stay_readable_and_others_are_hashed() {
+        let keys = KeySpace::default();
+        assert_eq!(
+            keys.client(b"user_42").with_suffix("202611220107"),
+            b"rl:user_42_202611220107"
+        );
+        for id in [
+            &b""[..],
+            b" ",
+            b"a\r\nb",
+            b"#x",
+            &[0xff, 0xfe],
+            &[b'a'; 300],
+        ] {
+            let prefix = keys.client(id);
+            assert!(prefix.as_str().starts_with("rl:#"), "{id:?}");
+            assert_eq!(prefix.as_str().len(), 3 + 1 + 64);
+        }
+    }
+
+    #[test]
+    fn longest_raw_id_still_fits() {
+        let keys = KeySpace::new("n".repeat(MAX_NAMESPACE_LEN)).unwrap();
+        let max_raw = MAX_KEY_LEN - MAX_NAMESPACE_LEN - 2 - SUFFIX_RESERVE;
+        let key = keys
+            .client(&vec![b'x'; max_raw])
+            .with_suffix(&"9".repeat(SUFFIX_RESERVE - 1));
+        assert!(is_valid_key(&key), "{} bytes", key.len());
+        assert!(keys.client(&vec![b'x'; max_raw + 1]).as_str().contains('#'));
+    }
+}

@@ -1,0 +1,94 @@
+//! Distributed rate limiting on memcached.
+//!
+//! A fleet of service instances enforces per-client limits by sharing
+//! counters in memcached. memcached has atomic counters but no
+//! transactions, so the core algorithm is the **approximated sliding
+//! window**: each request does one atomic, create-on-miss increment of the
+//! counter for the current time bucket (a key such as
+//! `rl:alice_202611220107`) and, in the same round trip to the same server,
+//! reads the counters of the buckets before it. The count over the last
+//! period is estimated from them, weighting the oldest bucket by the share
+//! of it still inside the period. One round trip per decision, no locks,
+//! no read-modify-write races.
+//!
+//! - [`SlidingWindow`]: the approximated sliding window, with `n`
+//!   sub-windows for more accuracy.
+//! - [`FixedWindow`]: one counter per calendar window; the cheapest, and up
+//!   to twice the limit across a window boundary.
+//! - Both run on any [`Store`](store::Store): [`MemcachedStore`] (one server
+//!   or a fleet, meta protocol) or [`MemoryStore`] (embedded, in process,
+//!   with memcached's rules).
+//! - Time comes from a [`Clock`]: [`SystemClock`] in production,
+//!   [`ManualClock`] in tests and simulations.
+//!
+//! # Example
+//!
+//! ```
+//! use memcache_ratelimit::{ManualClock, MemoryStore, Quota, RateLimiter, SlidingWindow};
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! let clock = ManualClock::from_unix_secs(1_800_000_000);
+//! let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+//! let limiter = SlidingWindow::builder("100/minute".parse::<Quota>()?, store)
+//!     .clock(clock.clone())
+//!     .build()?;
+//!
+//! // 42 requests in one minute...
+//! for _ in 0..42 {
+//!     limiter.check(b"client-42").await?;
+//! }
+//! // ...and 18 in the next, 15 s into it.
+//! clock.advance(Duration::from_secs(75));
+//! let mut last = None;
+//! for _ in 0..18 {
+//!     last = Some(limiter.check(b"client-42").await?);
+//! }
+//! // Estimate: 18 + 42 × 45/60 = 49.5, so 50 of 100 remain.
+//! let decision = last.unwrap();
+//! assert!(decision.is_allowed());
+//! assert_eq!(decision.remaining(), 50);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! With memcached, only the store changes:
+//!
+//! ```no_run
+//! use memcache_ratelimit::{MemcachedStore, RateLimiter, SlidingWindow};
+//! use std::sync::Arc;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = MemcachedStore::connect(["10.0.0.1:11211", "10.0.0.2:11211"]).await?;
+//! let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(store))
+//!     .sub_windows(4)
+//!     .build()?;
+//! let decision = limiter.check(b"client-42").await?;
+//! if decision.is_denied() {
+//!     println!("429, retry after {:?}", decision.retry_after());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod algorithm;
+mod clock;
+mod decision;
+mod error;
+pub mod key;
+mod limiter;
+mod quota;
+pub mod store;
+
+pub use algorithm::{FixedWindow, SlidingWindow};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use decision::Decision;
+pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
+pub use key::KeySpace;
+pub use limiter::{DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, MAX_DEADLINE};
+pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
+pub use store::{MemcachedStore, MemoryStore};

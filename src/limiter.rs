@@ -1,0 +1,211 @@
+//! The façade every algorithm presents, and the settings they share.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
+use crate::error::{ConfigError, Error};
+use crate::key::KeySpace;
+use crate::quota::Quota;
+use crate::store::Store;
+
+/// The default bound on one decision. memcached answers in well under a
+/// millisecond on a healthy network; a decision that has waited this long
+/// is better reported as a failure than left hanging for the client
+/// library's one-second timeout.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(100);
+/// The longest deadline a limiter accepts.
+pub const MAX_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A rate limiter: decides, for a client key of any bytes, whether a request
+/// may go ahead. Every algorithm implements it, over any [`Store`], and it
+/// is object safe, so a service can hold a `Box<dyn RateLimiter>` chosen by
+/// configuration.
+///
+/// ```
+/// use memcache_ratelimit::{MemoryStore, RateLimiter, SlidingWindow};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let limiter: Box<dyn RateLimiter> = Box::new(
+///     SlidingWindow::builder("2/second".parse()?, Arc::new(MemoryStore::new())).build()?,
+/// );
+/// assert!(limiter.check(b"alice").await?.is_allowed());
+/// assert!(limiter.check_n(b"alice", 1).await?.is_allowed());
+/// limiter.reset(b"alice").await?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+pub trait RateLimiter: Send + Sync {
+    /// The quota this limiter enforces.
+    fn quota(&self) -> Quota;
+
+    /// Decides one request of cost 1 from client `key`.
+    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+        self.check_n(key, 1).await
+    }
+
+    /// Decides one request of `cost` units from client `key`. A cost of 0
+    /// is [`Error::ZeroCost`]; a cost above the limit could never be
+    /// allowed and is [`Error::CostExceedsLimit`].
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error>;
+
+    /// Forgets everything counted for client `key`.
+    async fn reset(&self, key: &[u8]) -> Result<(), Error>;
+}
+
+/// What happens to the cost of a denied request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeniedRequests {
+    /// Denied requests do not consume quota: their cost is given back with a
+    /// decrement right after the decision. A client that keeps retrying
+    /// while it is denied gets through again as soon as its earlier traffic
+    /// slides out of the window. The refund is a second round trip, paid
+    /// only by denied requests.
+    #[default]
+    Refunded,
+    /// Denied requests count like allowed ones ("strict mode"): a client
+    /// that keeps sending while it is denied stays denied until it slows
+    /// down below the limit. Costs one round trip per decision, allowed or
+    /// not.
+    Counted,
+}
+
+/// The settings every limiter shares, validated by [`LimiterBuilder`].
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) quota: Quota,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) keys: KeySpace,
+    pub(crate) deadline: Duration,
+    pub(crate) denied: DeniedRequests,
+}
+
+impl Settings {
+    /// Rejects a cost that can never be decided.
+    pub(crate) fn check_cost(&self, cost: u64) -> Result<(), Error> {
+        if cost == 0 {
+            return Err(Error::ZeroCost);
+        }
+        if cost > self.quota.limit() {
+            return Err(Error::CostExceedsLimit {
+                cost,
+                limit: self.quota.limit(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Builds a limiter: the settings all algorithms share, plus the
+/// algorithm's own (`A`). Each algorithm's `builder` starts one, and its
+/// `build` validates everything at once, so a limiter that exists is
+/// correctly configured.
+///
+/// ```
+/// use memcache_ratelimit::{DeniedRequests, ManualClock, MemoryStore, SlidingWindow};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::default();
+/// let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::with_clock(clock.clone())))
+///     .sub_windows(4)
+///     .clock(clock)
+///     .namespace("api")
+///     .deadline(Duration::from_millis(50))
+///     .denied_requests(DeniedRequests::Counted)
+///     .build()?;
+///
+/// let bad = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+///     .namespace("has space")
+///     .build();
+/// assert_eq!(bad.unwrap_err().field(), "namespace");
+/// # Ok::<(), memcache_ratelimit::ConfigError>(())
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct LimiterBuilder<A> {
+    quota: Quota,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    namespace: String,
+    deadline: Duration,
+    denied: DeniedRequests,
+    pub(crate) algorithm: A,
+}
+
+impl<A> LimiterBuilder<A> {
+    pub(crate) fn new(quota: Quota, store: Arc<dyn Store>, algorithm: A) -> Self {
+        Self {
+            quota,
+            store,
+            clock: Arc::new(SystemClock),
+            namespace: KeySpace::default().namespace().to_owned(),
+            deadline: DEFAULT_DEADLINE,
+            denied: DeniedRequests::default(),
+            algorithm,
+        }
+    }
+
+    /// The clock to read (default [`SystemClock`]).
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The first part of every key (default `rl`): 1 to 64 printable ASCII
+    /// bytes, without `#`. Limiters with different quotas for the same
+    /// clients need different namespaces.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The longest a decision may take (default [`DEFAULT_DEADLINE`], at
+    /// most [`MAX_DEADLINE`]). Past it, the caller gets
+    /// [`Error::DeadlineExceeded`] rather than waiting on the store.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// What denied requests cost (default [`DeniedRequests::Refunded`]).
+    pub fn denied_requests(mut self, denied: DeniedRequests) -> Self {
+        self.denied = denied;
+        self
+    }
+
+    /// Shorthand: `true` for [`DeniedRequests::Counted`], `false` for
+    /// [`DeniedRequests::Refunded`].
+    pub fn strict(self, strict: bool) -> Self {
+        self.denied_requests(if strict {
+            DeniedRequests::Counted
+        } else {
+            DeniedRequests::Refunded
+        })
+    }
+
+    /// Validates the shared settings and hands back the algorithm's own.
+    pub(crate) fn into_settings(self) -> Result<(Settings, A), ConfigError> {
+        if self.deadline.is_zero() || self.deadline > MAX_DEADLINE {
+            return Err(ConfigError::new(
+                "deadline",
+                format!("{:?} is outside (0, {MAX_DEADLINE:?}]", self.deadline),
+            ));
+        }
+        let settings = Settings {
+            quota: self.quota,
+            store: self.store,
+            clock: self.clock,
+            keys: KeySpace::new(self.namespace)?,
+            deadline: self.deadline,
+            denied: self.denied,
+        };
+        Ok((settings, self.algorithm))
+    }
+}

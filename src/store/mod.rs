@@ -1,0 +1,184 @@
+//! The storage contract every limiter is written against, and its
+//! implementations.
+//!
+//! The contract offers only what memcached really has, so an algorithm that
+//! works on one store works on all of them:
+//!
+//! | operation | memcached | semantics |
+//! |---|---|---|
+//! | [`Store::increment`] | `ma` with `N`/`J`, then `mg` per read, pipelined | add `delta` to a counter, creating it at `delta` with `ttl` if it is missing; read other counters in the same round trip |
+//! | [`Store::decrement`] | `ma MD` | subtract, saturating at 0; a missing counter stays missing |
+//! | [`Store::get_counters`] | `mg` per key, pipelined | read counters; a missing key is `None` |
+//! | [`Store::get`] | `mg v c` | read raw bytes with their version (CAS token) |
+//! | [`Store::put`] | `ms` (`MA` add, or `C` compare) | write if absent, or if the version still matches, or always |
+//! | [`Store::delete`] | `md`, pipelined | remove keys |
+//!
+//! Rules that hold on every store:
+//!
+//! - **Keys** are 1 to 250 bytes with no whitespace or control bytes
+//!   ([`is_valid_key`](crate::key::is_valid_key)); anything else is an
+//!   [`InvalidKey`](crate::StoreErrorKind::InvalidKey) error. Keys built by
+//!   [`KeySpace`](crate::KeySpace) always qualify.
+//! - **Expiry** is set when an item is created and never extended:
+//!   incrementing or decrementing a counter keeps its expiry, and only a
+//!   `put` (which writes a whole new item) sets a new one. TTLs are rounded
+//!   up to whole seconds, as memcached keeps them.
+//! - **Counters** are unsigned 64-bit decimals. An increment wraps at 2^64,
+//!   a decrement stops at 0. Incrementing a value that is not a number is a
+//!   [`Rejected`](crate::StoreErrorKind::Rejected) error and reading it as
+//!   a counter is [`NotACounter`](crate::StoreErrorKind::NotACounter).
+//! - **Versions** change on every write, counters included.
+//! - **Routing**: a store spread over several servers places a key by its
+//!   [`routing_prefix`](crate::key::routing_prefix), so all the keys of one
+//!   client share a server and one call is one round trip to one server.
+//! - A call that fails after its request was written returns an error with
+//!   [`is_ambiguous`](crate::StoreError::is_ambiguous) set, and is never
+//!   retried by the store.
+
+mod counting;
+mod memcached;
+mod memory;
+mod router;
+
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+
+pub use counting::{CountingStore, StoreCalls};
+pub use memcached::{MemcachedStore, MemcachedStoreBuilder};
+pub use memory::MemoryStore;
+pub use router::ClientRouter;
+
+/// A counter after an increment, and the counters read beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counters {
+    /// The incremented counter's new value.
+    pub value: u64,
+    /// The other counters, in the order asked for; `None` where missing.
+    pub read: Vec<Option<u64>>,
+}
+
+/// Raw bytes and the version they were read at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    /// The stored bytes.
+    pub value: Vec<u8>,
+    /// The item's version (memcached's CAS token).
+    pub version: u64,
+}
+
+/// When a [`Store::put`] may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutCondition {
+    /// Only if the key is missing (memcached `add`).
+    Absent,
+    /// Only if the item is still at this version (memcached `cas`).
+    Version(u64),
+    /// Unconditionally (memcached `set`).
+    Always,
+}
+
+/// Whether a conditional [`Store::put`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The value was written.
+    Stored,
+    /// The condition did not hold: the key exists (for
+    /// [`PutCondition::Absent`]), or it changed or vanished (for
+    /// [`PutCondition::Version`]). Nothing was written.
+    Conflict,
+}
+
+/// The storage contract; see the [module documentation](self) for the rules
+/// every implementation follows.
+#[async_trait]
+pub trait Store: Send + Sync + fmt::Debug {
+    /// Adds `delta` to the counter at `key`, creating it with the value
+    /// `delta` and a lifetime of `ttl` if it is missing, then reads the
+    /// counters at `also_read`, all in one round trip. The increment is
+    /// atomic; the reads see the store as it is right after it.
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError>;
+
+    /// Subtracts `delta` from the counter at `key`, stopping at 0. Returns
+    /// the new value, or `None` if the counter is missing (it is not
+    /// created).
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError>;
+
+    /// Reads counters; `None` where a key is missing.
+    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError>;
+
+    /// Reads the raw bytes at `key` with their version.
+    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError>;
+
+    /// Writes `value` (not empty) with a lifetime of `ttl` if `condition`
+    /// holds.
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError>;
+
+    /// Deletes `keys`; returns how many existed.
+    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError>;
+}
+
+/// TTL in whole seconds, rounded up, at least 1: memcached's granularity,
+/// and 0 would mean "never expires" there.
+pub(crate) fn ttl_secs(ttl: Duration) -> u64 {
+    ttl.as_secs()
+        .saturating_add(u64::from(ttl.subsec_nanos() > 0))
+        .max(1)
+}
+
+pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
+    if crate::key::is_valid_key(key) {
+        Ok(())
+    } else {
+        Err(StoreError::new(
+            crate::StoreErrorKind::InvalidKey,
+            format!(
+                "{} is not a memcached key (1 to 250 bytes, no whitespace or control bytes)",
+                String::from_utf8_lossy(&key[..key.len().min(60)]).escape_debug()
+            ),
+        ))
+    }
+}
+
+pub(crate) fn check_value(value: &[u8]) -> Result<(), StoreError> {
+    if value.is_empty() {
+        return Err(StoreError::new(
+            crate::StoreErrorKind::Rejected,
+            "empty values are not stored",
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a stored counter: decimal digits, possibly padded with spaces, as
+/// memcached leaves them after a decrement.
+pub(crate) fn parse_counter(key: &[u8], bytes: &[u8]) -> Result<u64, StoreError> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            StoreError::new(
+                crate::StoreErrorKind::NotACounter,
+                format!(
+                    "{} holds {:?}, not a counter",
+                    String::from_utf8_lossy(key),
+                    String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+                ),
+            )
+        })
+}
