@@ -182,3 +182,44 @@ pub(crate) fn parse_counter(key: &[u8], bytes: &[u8]) -> Result<u64, StoreError>
             )
         })
 }
+
+/// A shared store is a store, so decorators such as [`CountingStore`] can
+/// wrap an `Arc<dyn Store>` that limiters also hold.
+#[async_trait]
+impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError> {
+        (**self).increment(key, delta, ttl, also_read).await
+    }
+
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        (**self).decrement(key, delta).await
+    }
+
+    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+        (**self).get_counters(keys).await
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        (**self).get(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError> {
+        (**self).put(key, value, ttl, condition).await
+    }
+
+    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+        (**self).delete(keys).await
+    }
+}

@@ -1,0 +1,163 @@
+//! Real memcached processes, started on free loopback ports and stopped
+//! when dropped. A missing `memcached` binary fails the test with
+//! instructions; it never skips.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A memcached process owned by a test.
+pub struct Memcached {
+    binary: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+const INSTALL: &str = "memcached was not found. Install it (Debian/Ubuntu: \
+`sudo apt-get update && sudo apt-get install -y memcached`, macOS: `brew install memcached`), \
+or point MEMCACHED_BIN at the binary. `scripts/test` installs it for you.";
+
+fn find_binary() -> PathBuf {
+    if let Ok(path) = std::env::var("MEMCACHED_BIN") {
+        let path = PathBuf::from(path);
+        assert!(path.is_file(), "MEMCACHED_BIN={} is not a file. {INSTALL}", path.display());
+        return path;
+    }
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).map(|dir| dir.join("memcached")).collect())
+        .unwrap_or_default();
+    candidates.extend(["/usr/bin/memcached", "/usr/local/bin/memcached", "/usr/sbin/memcached"].map(PathBuf::from));
+    candidates
+        .into_iter()
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("{INSTALL}"))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("Uid:"))
+                .map(|line| line.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+impl Memcached {
+    /// Starts memcached on a free loopback port and waits until it accepts
+    /// connections.
+    pub fn start() -> Self {
+        let mut server = Self {
+            binary: find_binary(),
+            port: 0,
+            child: None,
+        };
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("memcached did not start on any of 5 free ports");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let mut command = Command::new(&self.binary);
+        command
+            .args(["-l", "127.0.0.1", "-U", "0", "-m", "64", "-t", "2", "-c", "4096"])
+            .arg("-p")
+            .arg(self.port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if running_as_root() {
+            command.args(["-u", "root"]);
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot run {}: {error}. {INSTALL}", self.binary.display()));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return false; // exited: port taken, most likely
+            }
+            if TcpStream::connect_timeout(&self.socket(), Duration::from_millis(100)).is_ok() {
+                self.child = Some(child);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    /// `127.0.0.1:<port>`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn socket(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a fresh, empty process on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.spawn() {
+            assert!(Instant::now() < deadline, "memcached did not restart on port {}", self.port);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends a signal such as `STOP` or `CONT` to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("memcached is running");
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {pid} failed");
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            // A stopped process ignores SIGKILL until continued on some
+            // systems' process accounting; continue it first.
+            let _ = self.pid().map(|pid| {
+                Command::new("kill")
+                    .arg("-CONT")
+                    .arg(pid.to_string())
+                    .status()
+            });
+        }
+        self.kill();
+    }
+}

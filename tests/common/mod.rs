@@ -1,0 +1,67 @@
+//! Shared test support: real memcached processes on loopback, and store
+//! fixtures that run one suite on every store.
+
+#![allow(dead_code)]
+
+pub mod memcached;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memcache_ratelimit::store::{MemcachedStore, MemoryStore, Store};
+use memcache_ratelimit::ManualClock;
+
+/// A store under test, with the clock the limiters should read.
+pub struct Fixture {
+    pub name: &'static str,
+    pub store: Arc<dyn Store>,
+    pub clock: ManualClock,
+    /// Keeps the memcached process alive for the fixture's lifetime.
+    pub server: Option<memcached::Memcached>,
+}
+
+/// A fixed unix time on a minute boundary (2027-01-15 08:00:00 UTC).
+pub const T0: i64 = 1_800_000_000;
+
+pub fn memory() -> Fixture {
+    let clock = ManualClock::from_unix_secs(T0);
+    Fixture {
+        name: "memory",
+        store: Arc::new(MemoryStore::with_clock(clock.clone())),
+        clock,
+        server: None,
+    }
+}
+
+pub async fn memcached() -> Fixture {
+    let server = memcached::Memcached::start();
+    let store = MemcachedStore::connect([server.address()])
+        .await
+        .expect("memcached store");
+    Fixture {
+        name: "memcached",
+        store: Arc::new(store),
+        clock: ManualClock::from_unix_secs(T0),
+        server: Some(server),
+    }
+}
+
+/// Both stores, each with a fresh clock at [`T0`].
+pub async fn fixtures() -> Vec<Fixture> {
+    vec![memory(), memcached().await]
+}
+
+/// A client id unique to this call, so tests sharing a memcached never
+/// share counters.
+pub fn unique_client(tag: &str) -> Vec<u8> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+    .into_bytes()
+}
+
+pub const SECOND: Duration = Duration::from_secs(1);
