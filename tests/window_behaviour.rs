@@ -9,9 +9,7 @@ use std::time::Duration;
 
 use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::store::CountingStore;
-use memcache_ratelimit::{
-    DeniedRequests, Error, FixedWindow, Quota, RateLimiter, SlidingWindow,
-};
+use memcache_ratelimit::{DeniedRequests, Error, FixedWindow, Quota, RateLimiter, SlidingWindow};
 
 fn quota(text: &str) -> Quota {
     text.parse().unwrap()
@@ -47,7 +45,10 @@ async fn fixed_window_keys_are_namespaced_minute_stamps() {
     let f = common::memory();
     let limiter = fixed(&f, "10/minute");
     let at = chrono::DateTime::from_timestamp(T0 + 83, 0).unwrap();
-    assert_eq!(limiter.keys_at(b"alice", at).unwrap(), vec![b"rl:alice_202701150801".to_vec()]);
+    assert_eq!(
+        limiter.keys_at(b"alice", at).unwrap(),
+        vec![b"rl:alice_202701150801".to_vec()]
+    );
     let hourly = FixedWindow::builder(quota("10/hour"), f.store.clone())
         .namespace("api")
         .build()
@@ -66,11 +67,20 @@ async fn fixed_window_resets_exactly_at_the_window_boundary() {
         f.clock.advance(Duration::from_millis(59_000));
         assert_eq!(admitted(&limiter, &client, 5).await, 3, "{}", f.name);
         let denied = limiter.check(&client).await.unwrap();
-        assert_eq!(denied.retry_after(), Some(Duration::from_secs(1)), "{}", f.name);
+        assert_eq!(
+            denied.retry_after(),
+            Some(Duration::from_secs(1)),
+            "{}",
+            f.name
+        );
         assert_eq!(denied.reset_after(), Duration::from_secs(1));
         assert_eq!(denied.remaining(), 0);
         f.clock.advance(Duration::from_millis(999));
-        assert!(limiter.check(&client).await.unwrap().is_denied(), "{}", f.name);
+        assert!(
+            limiter.check(&client).await.unwrap().is_denied(),
+            "{}",
+            f.name
+        );
         f.clock.advance(Duration::from_millis(1));
         // The boundary forgets everything: the fixed window's known flaw.
         assert_eq!(admitted(&limiter, &client, 5).await, 3, "{}", f.name);
@@ -115,7 +125,11 @@ async fn weights_the_previous_window_by_what_is_still_inside() {
             f.name
         );
         f.clock.advance(retry);
-        assert!(limiter.check(&client).await.unwrap().is_allowed(), "{}", f.name);
+        assert!(
+            limiter.check(&client).await.unwrap().is_allowed(),
+            "{}",
+            f.name
+        );
     }
 }
 
@@ -148,13 +162,27 @@ async fn cost_counts_in_units_and_impossible_costs_are_errors() {
             let d = limiter.check_n(&client, 6).await.unwrap();
             assert!(d.is_allowed());
             assert_eq!(d.remaining(), 4);
-            assert!(limiter.check_n(&client, 5).await.unwrap().is_denied(), "{}", f.name);
-            assert!(limiter.check_n(&client, 4).await.unwrap().is_allowed(), "{}", f.name);
+            assert!(
+                limiter.check_n(&client, 5).await.unwrap().is_denied(),
+                "{}",
+                f.name
+            );
+            assert!(
+                limiter.check_n(&client, 4).await.unwrap().is_allowed(),
+                "{}",
+                f.name
+            );
             assert!(matches!(
                 limiter.check_n(&client, 11).await,
-                Err(Error::CostExceedsLimit { cost: 11, limit: 10 })
+                Err(Error::CostExceedsLimit {
+                    cost: 11,
+                    limit: 10
+                })
             ));
-            assert!(matches!(limiter.check_n(&client, 0).await, Err(Error::ZeroCost)));
+            assert!(matches!(
+                limiter.check_n(&client, 0).await,
+                Err(Error::ZeroCost)
+            ));
         }
     }
 }
@@ -180,7 +208,12 @@ async fn reset_forgets_the_client_and_only_that_client() {
 }
 
 /// A client that retries every second while denied.
-async fn retry_every_second(limiter: &dyn RateLimiter, f: &Fixture, client: &[u8], secs: u32) -> usize {
+async fn retry_every_second(
+    limiter: &dyn RateLimiter,
+    f: &Fixture,
+    client: &[u8],
+    secs: u32,
+) -> usize {
     let mut allowed = 0;
     for _ in 0..secs {
         f.clock.advance(Duration::from_secs(1));
@@ -214,7 +247,12 @@ async fn strict_mode_keeps_a_retrying_client_denied_until_it_slows_down() {
             .unwrap();
         let client = unique_client("strict");
         assert_eq!(admitted(&limiter, &client, 10).await, 10);
-        assert_eq!(retry_every_second(&limiter, &f, &client, 120).await, 0, "{}", f.name);
+        assert_eq!(
+            retry_every_second(&limiter, &f, &client, 120).await,
+            0,
+            "{}",
+            f.name
+        );
         // Silent for two minutes, it is welcome again.
         f.clock.advance(Duration::from_secs(120));
         assert_eq!(admitted(&limiter, &client, 10).await, 10, "{}", f.name);
@@ -234,7 +272,12 @@ async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
             let client = unique_client("calls");
             limiter.check(&client).await.unwrap();
             let calls = counting.calls();
-            assert_eq!((calls.round_trips(), calls.increments), (1, 1), "{} n={n}", f.name);
+            assert_eq!(
+                (calls.round_trips(), calls.increments),
+                (1, 1),
+                "{} n={n}",
+                f.name
+            );
             assert_eq!(calls.keys, u64::from(n) + 1, "{} n={n}", f.name);
 
             admitted(&limiter, &client, 2).await;
@@ -242,7 +285,12 @@ async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
             assert!(limiter.check(&client).await.unwrap().is_denied());
             let calls = counting.calls();
             // A denial adds the refund; counted denials do not.
-            assert_eq!((calls.increments, calls.decrements), (1, 1), "{} n={n}", f.name);
+            assert_eq!(
+                (calls.increments, calls.decrements),
+                (1, 1),
+                "{} n={n}",
+                f.name
+            );
         }
         let counting = Arc::new(CountingStore::new(f.store.clone()));
         let strict = FixedWindow::builder(quota("1/minute"), counting.clone())

@@ -21,13 +21,28 @@ or point MEMCACHED_BIN at the binary. `scripts/test` installs it for you.";
 fn find_binary() -> PathBuf {
     if let Ok(path) = std::env::var("MEMCACHED_BIN") {
         let path = PathBuf::from(path);
-        assert!(path.is_file(), "MEMCACHED_BIN={} is not a file. {INSTALL}", path.display());
+        assert!(
+            path.is_file(),
+            "MEMCACHED_BIN={} is not a file. {INSTALL}",
+            path.display()
+        );
         return path;
     }
     let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).map(|dir| dir.join("memcached")).collect())
+        .map(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("memcached"))
+                .collect()
+        })
         .unwrap_or_default();
-    candidates.extend(["/usr/bin/memcached", "/usr/local/bin/memcached", "/usr/sbin/memcached"].map(PathBuf::from));
+    candidates.extend(
+        [
+            "/usr/bin/memcached",
+            "/usr/local/bin/memcached",
+            "/usr/sbin/memcached",
+        ]
+        .map(PathBuf::from),
+    );
     candidates
         .into_iter()
         .find(|path| path.is_file())
@@ -74,7 +89,18 @@ impl Memcached {
     fn spawn(&mut self) -> bool {
         let mut command = Command::new(&self.binary);
         command
-            .args(["-l", "127.0.0.1", "-U", "0", "-m", "64", "-t", "2", "-c", "4096"])
+            .args([
+                "-l",
+                "127.0.0.1",
+                "-U",
+                "0",
+                "-m",
+                "64",
+                "-t",
+                "2",
+                "-c",
+                "4096",
+            ])
             .arg("-p")
             .arg(self.port.to_string())
             .stdin(Stdio::null())
@@ -83,9 +109,9 @@ impl Memcached {
         if running_as_root() {
             command.args(["-u", "root"]);
         }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|error| panic!("cannot run {}: {error}. {INSTALL}", self.binary.display()));
+        let mut child = command.spawn().unwrap_or_else(|error| {
+            panic!("cannot run {}: {error}. {INSTALL}", self.binary.display())
+        });
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = child.try_wait() {
@@ -129,7 +155,11 @@ impl Memcached {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(5);
         while !self.spawn() {
-            assert!(Instant::now() < deadline, "memcached did not restart on port {}", self.port);
+            assert!(
+                Instant::now() < deadline,
+                "memcached did not restart on port {}",
+                self.port
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
