@@ -31,8 +31,8 @@ pub enum Error {
     #[error("a request must cost at least 1")]
     ZeroCost,
     /// The clock reads a time that the window arithmetic cannot represent
-    /// (before 1970 or after 2262).
-    #[error("the clock reads {0}, outside the supported range 1970..2262")]
+    /// (before 1677 or after 2262).
+    #[error("the clock reads {0}, outside the range the window arithmetic supports (1677 to 2262)")]
     ClockOutOfRange(chrono::DateTime<chrono::Utc>),
 }
 

@@ -168,7 +168,9 @@ impl<A> LimiterBuilder<A> {
 
     /// The longest a decision may take (default [`DEFAULT_DEADLINE`], at
     /// most [`MAX_DEADLINE`]). Past it, the caller gets
-    /// [`Error::DeadlineExceeded`] rather than waiting on the store.
+    /// [`Error::DeadlineExceeded`] rather than waiting on the store. The
+    /// deadline runs on tokio's timer, so the runtime needs its time driver
+    /// (`#[tokio::main]` and `Runtime::new` enable it).
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
