@@ -32,7 +32,9 @@ pub enum Error {
     ZeroCost,
     /// The clock reads a time that the window arithmetic cannot represent
     /// (before 1677 or after 2262).
-    #[error("the clock reads {0}, outside the range the window arithmetic supports (1677 to 2262)")]
+    #[error(
+        "the clock reads {0}, outside the range the window arithmetic supports (1677 to 2262)"
+    )]
     ClockOutOfRange(chrono::DateTime<chrono::Utc>),
 }
 

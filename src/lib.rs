@@ -92,3 +92,8 @@ pub use key::KeySpace;
 pub use limiter::{DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, MAX_DEADLINE};
 pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
 pub use store::{MemcachedStore, MemoryStore};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

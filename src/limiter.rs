@@ -159,8 +159,11 @@ impl<A> LimiterBuilder<A> {
     }
 
     /// The first part of every key (default `rl`): 1 to 64 printable ASCII
-    /// bytes, without `#`. Limiters with different quotas for the same
-    /// clients need different namespaces.
+    /// bytes, without `#`. Two limiters over the same clients need
+    /// different namespaces unless they are meant to share counts: counters
+    /// are named by client and bucket, not by limit or algorithm, so a fixed
+    /// window and a one-sub-window sliding window of the same period in one
+    /// namespace count into the same keys.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self

@@ -94,7 +94,7 @@ impl Quota {
                 format!("{period:?} is outside {MIN_PERIOD:?}..={MAX_PERIOD:?}"),
             ));
         }
-        if period.subsec_nanos() % 1_000_000 != 0 {
+        if !period.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(ConfigError::new(
                 "period",
                 format!("{period:?} is not a whole number of milliseconds"),
@@ -190,7 +190,7 @@ pub(crate) fn compact_duration(period: Duration) -> String {
         ("m", 60_000),
         ("s", 1_000),
     ] {
-        if millis >= size && millis % size == 0 {
+        if millis >= size && millis.is_multiple_of(size) {
             return format!("{}{unit}", millis / size);
         }
     }

@@ -15,5 +15,8 @@ fn a_missing_memcached_fails_with_install_instructions() {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default();
-    assert!(message.contains("apt-get install -y memcached"), "{message}");
+    assert!(
+        message.contains("apt-get install -y memcached"),
+        "{message}"
+    );
 }

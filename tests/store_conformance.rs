@@ -58,7 +58,10 @@ async fn decrement_stops_at_zero_and_never_creates() {
         );
         // memcached pads a shrunken number with spaces; reads still parse it.
         assert_eq!(
-            f.store.get_counters(std::slice::from_ref(&a)).await.unwrap(),
+            f.store
+                .get_counters(std::slice::from_ref(&a))
+                .await
+                .unwrap(),
             vec![Some(99)]
         );
         assert_eq!(
@@ -223,7 +226,11 @@ async fn non_numbers_are_not_counters() {
             "{}: {error}",
             f.name
         );
-        let error = f.store.get_counters(std::slice::from_ref(&a)).await.unwrap_err();
+        let error = f
+            .store
+            .get_counters(std::slice::from_ref(&a))
+            .await
+            .unwrap_err();
         assert_eq!(
             error.kind(),
             StoreErrorKind::NotACounter,
@@ -299,7 +306,10 @@ async fn expiry_is_set_at_creation_and_never_extended() {
         f.store.decrement(&counter, 1).await.unwrap();
         pass(&f, Duration::from_millis(2_700)).await;
         assert_eq!(
-            f.store.get_counters(std::slice::from_ref(&counter)).await.unwrap(),
+            f.store
+                .get_counters(std::slice::from_ref(&counter))
+                .await
+                .unwrap(),
             vec![None],
             "{}",
             f.name

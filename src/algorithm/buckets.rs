@@ -36,7 +36,10 @@ impl Buckets {
         }
         let period_nanos = period.as_nanos();
         let len_nanos = period_nanos / u128::from(count);
-        if len_nanos == 0 || period_nanos % u128::from(count) != 0 || len_nanos % 1_000_000 != 0 {
+        if len_nanos == 0
+            || !period_nanos.is_multiple_of(u128::from(count))
+            || !len_nanos.is_multiple_of(1_000_000)
+        {
             return Err(ConfigError::new(
                 "sub_windows",
                 format!(
@@ -46,9 +49,9 @@ impl Buckets {
             ));
         }
         let millis = len_nanos / 1_000_000;
-        let format = if millis % 60_000 == 0 {
+        let format = if millis.is_multiple_of(60_000) {
             "%Y%m%d%H%M"
-        } else if millis % 1_000 == 0 {
+        } else if millis.is_multiple_of(1_000) {
             "%Y%m%d%H%M%S"
         } else {
             "%Y%m%d%H%M%S%3f"
