@@ -27,6 +27,13 @@ pub enum Error {
         /// The limit per period.
         limit: u64,
     },
+    /// A compare-and-swap algorithm lost the race for its key on every one
+    /// of its attempts. Nothing was admitted; the caller may retry.
+    #[error("gave up after {attempts} conflicting compare-and-swap attempts")]
+    Contention {
+        /// How many attempts were made.
+        attempts: u32,
+    },
     /// A cost of zero was asked for; every request costs at least 1.
     #[error("a request must cost at least 1")]
     ZeroCost,

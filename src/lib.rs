@@ -84,7 +84,9 @@ mod limiter;
 mod quota;
 pub mod store;
 
-pub use algorithm::{FixedWindow, SlidingWindow};
+pub use algorithm::{
+    CasPolicy, CasStats, FixedWindow, Gcra, Reservation, SlidingWindow, TokenBucket,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
+use crate::algorithm::CasPolicy;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
@@ -44,19 +46,65 @@ pub trait RateLimiter: Send + Sync {
     /// The quota this limiter enforces.
     fn quota(&self) -> Quota;
 
-    /// Decides one request of cost 1 from client `key`.
+    /// The clock [`check_n`](Self::check_n) reads.
+    fn clock(&self) -> &dyn Clock;
+
+    /// Decides one request of cost 1 from client `key`, now.
     async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
         self.check_n(key, 1).await
     }
 
-    /// Decides one request of `cost` units from client `key`. A cost of 0
-    /// is [`Error::ZeroCost`]; a cost above the limit could never be
-    /// allowed and is [`Error::CostExceedsLimit`].
-    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error>;
+    /// Decides one request of `cost` units from client `key`, now. A cost
+    /// of 0 is [`Error::ZeroCost`]; a cost above what the limiter can ever
+    /// hold is [`Error::CostExceedsLimit`].
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        self.check_at(key, cost, self.clock().now()).await
+    }
+
+    /// Decides one request of `cost` units from client `key` as if it
+    /// happened `at`, a timestamp supplied by the caller, for example to
+    /// replay historical events. Window algorithms count each event in the
+    /// bucket of its own timestamp. The compare-and-swap algorithms keep
+    /// time moving forward per key: an event older than the newest one the
+    /// key has seen is decided as of that newest time (see each algorithm's
+    /// documentation), so replaying out of order can never earn quota from
+    /// the past.
+    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error>;
 
     /// Forgets everything counted for client `key`.
     async fn reset(&self, key: &[u8]) -> Result<(), Error>;
 }
+
+/// Implements [`RateLimiter`] for a public algorithm type by handing every
+/// call to its `inner` engine.
+macro_rules! delegate_rate_limiter {
+    ($ty:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::RateLimiter for $ty {
+            fn quota(&self) -> $crate::Quota {
+                self.inner.settings.quota
+            }
+
+            fn clock(&self) -> &dyn $crate::Clock {
+                self.inner.settings.clock.as_ref()
+            }
+
+            async fn check_at(
+                &self,
+                key: &[u8],
+                cost: u64,
+                at: chrono::DateTime<chrono::Utc>,
+            ) -> Result<$crate::Decision, $crate::Error> {
+                self.inner.check_at(key, cost, at).await
+            }
+
+            async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
+                self.inner.reset(key).await
+            }
+        }
+    };
+}
+pub(crate) use delegate_rate_limiter;
 
 /// What happens to the cost of a denied request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -87,15 +135,16 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// Rejects a cost that can never be decided.
-    pub(crate) fn check_cost(&self, cost: u64) -> Result<(), Error> {
+    /// Rejects a cost that can never be decided: zero, or more than
+    /// `capacity`, the most the limiter can ever admit at once.
+    pub(crate) fn check_cost(&self, cost: u64, capacity: u64) -> Result<(), Error> {
         if cost == 0 {
             return Err(Error::ZeroCost);
         }
-        if cost > self.quota.limit() {
+        if cost > capacity {
             return Err(Error::CostExceedsLimit {
                 cost,
-                limit: self.quota.limit(),
+                limit: capacity,
             });
         }
         Ok(())
@@ -193,6 +242,15 @@ impl<A> LimiterBuilder<A> {
         } else {
             DeniedRequests::Refunded
         })
+    }
+
+    /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
+    pub fn cas_policy(mut self, policy: CasPolicy) -> Self
+    where
+        A: AsMut<CasPolicy>,
+    {
+        *self.algorithm.as_mut() = policy;
+        self
     }
 
     /// Validates the shared settings and hands back the algorithm's own.

@@ -12,9 +12,15 @@
 
 mod buckets;
 mod fixed_window;
+mod gcra;
+mod optimistic;
 mod sliding_window;
+mod token_bucket;
 mod window;
 mod window_math;
 
 pub use fixed_window::{FixedWindow, FixedWindowConfig};
+pub use gcra::{Gcra, GcraConfig, Reservation};
+pub use optimistic::{CasPolicy, CasStats};
 pub use sliding_window::{SlidingWindow, SlidingWindowConfig, MAX_SUB_WINDOWS};
+pub use token_bucket::{TokenBucket, TokenBucketConfig};

@@ -2,14 +2,12 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::buckets::Buckets;
 use super::window::WindowCounter;
-use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::{LimiterBuilder, RateLimiter};
+use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
 use crate::quota::Quota;
 use crate::store::Store;
 
@@ -120,17 +118,4 @@ impl LimiterBuilder<SlidingWindowConfig> {
     }
 }
 
-#[async_trait]
-impl RateLimiter for SlidingWindow {
-    fn quota(&self) -> Quota {
-        self.inner.settings.quota
-    }
-
-    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
-        self.inner.check_n(key, cost).await
-    }
-
-    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
-        self.inner.reset(key).await
-    }
-}
+delegate_rate_limiter!(SlidingWindow);

@@ -40,10 +40,15 @@ impl WindowCounter {
         Ok(older)
     }
 
-    pub(crate) async fn check_n(&self, client: &[u8], cost: u64) -> Result<Decision, Error> {
+    pub(crate) async fn check_at(
+        &self,
+        client: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Result<Decision, Error> {
         let settings = &self.settings;
-        settings.check_cost(cost)?;
-        let now = unix_nanos(settings.clock.now())?;
+        settings.check_cost(cost, settings.quota.limit())?;
+        let now = unix_nanos(at)?;
         let (current, older) = self.keys(&settings.keys.client(client), now);
         let limit = settings.quota.limit();
         let started = Instant::now();
