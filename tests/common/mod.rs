@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod faults;
 pub mod memcached;
 
 use std::sync::Arc;
