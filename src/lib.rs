@@ -15,7 +15,11 @@
 //!   sub-windows for more accuracy.
 //! - [`FixedWindow`]: one counter per calendar window; the cheapest, and up
 //!   to twice the limit across a window boundary.
-//! - Both run on any [`Store`](store::Store): [`MemcachedStore`] (one server
+//! - [`SlidingLog`]: the exact sliding log, every admitted timestamp in one
+//!   value, for small limits that must hold over every window.
+//! - [`HybridQuota`]: Tony Finch's hybrid quota, bursty for quiet clients
+//!   and held to an even rate once a client spends its whole quota.
+//! - All run on any [`Store`](store::Store): [`MemcachedStore`] (one server
 //!   or a fleet, meta protocol) or [`MemoryStore`] (embedded, in process,
 //!   with memcached's rules).
 //! - Time comes from a [`Clock`]: [`SystemClock`] in production,
@@ -85,7 +89,8 @@ mod quota;
 pub mod store;
 
 pub use algorithm::{
-    CasPolicy, CasStats, FixedWindow, Gcra, Reservation, SlidingWindow, TokenBucket,
+    CasPolicy, CasStats, FixedWindow, Gcra, HybridQuota, Reservation, SlidingLog, SlidingWindow,
+    TokenBucket,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

@@ -6,14 +6,21 @@
 //! |---|---|---|---|
 //! | [`FixedWindow`] | 1 increment | 1 live | exact within a window; up to 2× the limit across a boundary |
 //! | [`SlidingWindow`], `n` sub-windows | 1 increment + `n` reads, one round trip | `n + 1` live | exact under a steady rate; errs by at most the oldest sub-window's count × elapsed share |
+//! | [`SlidingLog`] | 1 read + 1 compare-and-swap write of up to `limit` timestamps (≤ [`MAX_LOG_LIMIT`]); a denial only reads, unless strict | 1 | exact over every window of one period |
+//! | [`HybridQuota`] | 1 read + 1 compare-and-swap write; a denial in bursty mode only reads, unless strict | 1 | bursty clients: at most the limit in a fixed window of their own; smooth clients: the rate on average, reacting within one period |
 //!
-//! A denied request costs one more round trip (the refund) unless denied
-//! requests are counted ([`DeniedRequests`](crate::DeniedRequests)).
+//! A denied request costs the window algorithms one more round trip (the
+//! refund) unless denied requests are counted
+//! ([`DeniedRequests`](crate::DeniedRequests)). The compare-and-swap
+//! algorithms retry their read and write when another writer got there
+//! first ([`CasPolicy`]).
 
 mod buckets;
 mod fixed_window;
 mod gcra;
+mod hybrid_quota;
 mod optimistic;
+mod sliding_log;
 mod sliding_window;
 mod token_bucket;
 mod window;
@@ -21,6 +28,8 @@ mod window_math;
 
 pub use fixed_window::{FixedWindow, FixedWindowConfig};
 pub use gcra::{Gcra, GcraConfig, Reservation};
+pub use hybrid_quota::{HybridQuota, HybridQuotaConfig};
 pub use optimistic::{CasPolicy, CasStats};
+pub use sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
 pub use sliding_window::{SlidingWindow, SlidingWindowConfig, MAX_SUB_WINDOWS};
 pub use token_bucket::{TokenBucket, TokenBucketConfig};
