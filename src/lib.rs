@@ -15,6 +15,10 @@
 //!   sub-windows for more accuracy.
 //! - [`FixedWindow`]: one counter per calendar window; the cheapest, and up
 //!   to twice the limit across a window boundary.
+//! - [`TokenBucket`] and [`Gcra`]: linear limiters with a burst, kept as one
+//!   value per client and updated by optimistic compare-and-swap (memcached
+//!   has no transactions), with bounded, jittered retries ([`CasPolicy`]).
+//!   [`Gcra`] can also queue requests up to a maximum delay.
 //! - [`SlidingLog`]: the exact sliding log, every admitted timestamp in one
 //!   value, for small limits that must hold over every window.
 //! - [`HybridQuota`]: Tony Finch's hybrid quota, bursty for quiet clients

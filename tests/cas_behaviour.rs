@@ -10,16 +10,46 @@ use std::time::Duration;
 use common::faults::LosingCas;
 use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::store::{PutCondition, Store};
-use memcache_ratelimit::{CasPolicy, CasStats, Error, Gcra, ManualClock, RateLimiter, TokenBucket};
+use memcache_ratelimit::{
+    CasPolicy, CasStats, Error, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog,
+    TokenBucket,
+};
+
+type Stats = Box<dyn Fn() -> CasStats + Send + Sync>;
+type KeyOf = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
 
 /// One of the compare-and-swap limiters, with its statistics and key.
 struct Cas {
     name: &'static str,
     limiter: Box<dyn RateLimiter>,
-    stats: Box<dyn Fn() -> CasStats + Send + Sync>,
-    key: Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>,
+    stats: Stats,
+    key: KeyOf,
 }
 
+/// Builds each algorithm on `store` with the same settings, as a [`Cas`].
+macro_rules! build {
+    ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $strict:expr, $policy:expr) => {{
+        let limiter = Arc::new(
+            $ty::builder($quota, $store)
+                .clock($clock.clone())
+                .strict($strict)
+                .cas_policy($policy)
+                .build()
+                .unwrap(),
+        );
+        Cas {
+            name: $name,
+            limiter: Box::new(Shared(limiter.clone())),
+            stats: Box::new({
+                let l = limiter.clone();
+                move || l.cas_stats()
+            }),
+            key: Box::new(move |c| limiter.key(c)),
+        }
+    }};
+}
+
+/// The linear limiters: token bucket and GCRA.
 fn limiters(
     store: Arc<dyn Store>,
     clock: &ManualClock,
@@ -27,43 +57,50 @@ fn limiters(
     strict: bool,
     policy: CasPolicy,
 ) -> Vec<Cas> {
-    let quota = quota.parse().unwrap();
-    let bucket = Arc::new(
-        TokenBucket::builder(quota, store.clone())
-            .clock(clock.clone())
-            .strict(strict)
-            .cas_policy(policy)
-            .build()
-            .unwrap(),
-    );
-    let gcra = Arc::new(
-        Gcra::builder(quota, store)
-            .clock(clock.clone())
-            .strict(strict)
-            .cas_policy(policy)
-            .build()
-            .unwrap(),
-    );
+    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
     vec![
-        Cas {
-            name: "token bucket",
-            limiter: Box::new(Shared(bucket.clone())),
-            stats: Box::new({
-                let b = bucket.clone();
-                move || b.cas_stats()
-            }),
-            key: Box::new(move |c| bucket.key(c)),
-        },
-        Cas {
-            name: "gcra",
-            limiter: Box::new(Shared(gcra.clone())),
-            stats: Box::new({
-                let g = gcra.clone();
-                move || g.cas_stats()
-            }),
-            key: Box::new(move |c| gcra.key(c)),
-        },
+        build!(
+            "token bucket",
+            TokenBucket,
+            q,
+            store.clone(),
+            clock,
+            strict,
+            policy
+        ),
+        build!("gcra", Gcra, q, store, clock, strict, policy),
     ]
+}
+
+/// Every compare-and-swap algorithm.
+fn every(
+    store: Arc<dyn Store>,
+    clock: &ManualClock,
+    quota: &str,
+    strict: bool,
+    policy: CasPolicy,
+) -> Vec<Cas> {
+    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
+    let mut all = limiters(store.clone(), clock, quota, strict, policy);
+    all.push(build!(
+        "sliding log",
+        SlidingLog,
+        q,
+        store.clone(),
+        clock,
+        strict,
+        policy
+    ));
+    all.push(build!(
+        "hybrid quota",
+        HybridQuota,
+        q,
+        store,
+        clock,
+        strict,
+        policy
+    ));
+    all
 }
 
 /// An `Arc` of a limiter, as a limiter.
@@ -90,8 +127,20 @@ impl<L: RateLimiter> RateLimiter for Shared<L> {
     }
 }
 
-fn all(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
+/// The linear limiters on a fixture.
+fn linear(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
     limiters(
+        f.store.clone(),
+        &f.clock,
+        quota,
+        strict,
+        CasPolicy::default(),
+    )
+}
+
+/// Every compare-and-swap algorithm on a fixture.
+fn all(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
+    every(
         f.store.clone(),
         &f.clock,
         quota,
@@ -113,7 +162,7 @@ async fn admitted(limiter: &dyn RateLimiter, client: &[u8], tries: usize) -> usi
 #[tokio::test]
 async fn a_full_bucket_admits_its_capacity_then_refills_at_the_rate() {
     for f in fixtures().await {
-        for cas in all(&f, "5/minute", false) {
+        for cas in linear(&f, "5/minute", false) {
             let client = unique_client("refill");
             assert_eq!(
                 admitted(cas.limiter.as_ref(), &client, 8).await,
@@ -218,8 +267,14 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
                     usize::from(lenient.limiter.check(&a).await.unwrap().is_allowed());
                 strict_through += usize::from(strict.limiter.check(&b).await.unwrap().is_allowed());
             }
+            // The linear limiters refill 10 a minute; the log and the hybrid
+            // quota wait out the first minute, then let 10 and 1 through.
+            let expected = match lenient.name {
+                "sliding log" | "hybrid quota" => 11,
+                _ => 20,
+            };
             assert_eq!(
-                lenient_through, 20,
+                lenient_through, expected,
                 "{} {}: refunded denials",
                 f.name, lenient.name
             );
@@ -240,7 +295,7 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
 #[tokio::test]
 async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
     for f in fixtures().await {
-        for cas in all(&f, "10/minute", false) {
+        for cas in linear(&f, "10/minute", false) {
             let client = unique_client("replay");
             let at = |secs: i64| chrono::DateTime::from_timestamp(T0 - 3_600 + secs, 0).unwrap();
             // A historical burst an hour ago, replayed in order.
@@ -297,7 +352,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
         let losing = Arc::new(LosingCas::new(f.store.clone()));
         let policy =
             CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100)).unwrap();
-        for cas in limiters(losing.clone(), &f.clock, "3/minute", false, policy) {
+        for cas in every(losing.clone(), &f.clock, "3/minute", false, policy) {
             let client = unique_client("race");
             losing.lose_next(3);
             let first = cas.limiter.check(&client).await.unwrap();

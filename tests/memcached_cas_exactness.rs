@@ -1,7 +1,7 @@
 //! Exactness of the compare-and-swap algorithms under contention on a real
 //! memcached: 4 independent store clients × 64 tasks hit one client key,
-//! and over several refill periods each algorithm admits exactly what its
-//! quota allows, never more.
+//! and over several refill periods the token bucket, GCRA and the sliding
+//! log each admit exactly what the quota allows, never more.
 
 mod common;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::memcached::Memcached;
 use common::{unique_client, T0};
 use memcache_ratelimit::{
-    CasPolicy, Error, Gcra, ManualClock, MemcachedStore, RateLimiter, TokenBucket,
+    CasPolicy, Error, Gcra, ManualClock, MemcachedStore, RateLimiter, SlidingLog, TokenBucket,
 };
 
 const CLIENTS: usize = 4;
@@ -72,19 +72,24 @@ async fn stores(server: &Memcached) -> Vec<Arc<MemcachedStore>> {
     stores
 }
 
-/// The rounds: how far the clock moves before each, and what the quota of
-/// 50 a minute (capacity 50) then allows: a full bucket, a full refill
-/// (capped), half a period, and 6 s (5 tokens).
-const ROUNDS: [(u64, usize); 4] = [(0, 50), (60, 50), (30, 25), (6, 5)];
+/// The rounds for the linear limiters: how far the clock moves before
+/// each, and what the quota of 50 a minute (capacity 50) then allows: a
+/// full bucket, a full refill (capped), half a period, and 6 s (5 tokens).
+const LINEAR_ROUNDS: [(u64, usize); 4] = [(0, 50), (60, 50), (30, 25), (6, 5)];
+/// The same for the sliding log: everything at once, again once those have
+/// left the window, nothing while the last 50 are inside it, and 50 again
+/// once they leave.
+const LOG_ROUNDS: [(u64, usize); 4] = [(0, 50), (60, 50), (30, 0), (30, 50)];
 
 async fn check_rounds(
     name: &str,
     clock: &ManualClock,
     limiters: Vec<Arc<dyn RateLimiter>>,
     conflicts: impl Fn() -> u64,
+    rounds: [(u64, usize); 4],
 ) {
     let client = Arc::new(unique_client(name));
-    for (advance, expected) in ROUNDS {
+    for (advance, expected) in rounds {
         clock.advance(Duration::from_secs(advance));
         let (allowed, contention) = round(&limiters, &client).await;
         eprintln!("{name}: +{advance}s admitted {allowed} (expected {expected}); {contention} decisions ran out of attempts");
@@ -125,7 +130,7 @@ async fn token_bucket_admits_exactly_the_quota_under_contention() {
         .map(|l| l.clone() as Arc<dyn RateLimiter>)
         .collect();
     let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
-    check_rounds("token bucket", &clock, limiters, conflicts).await;
+    check_rounds("token bucket", &clock, limiters, conflicts, LINEAR_ROUNDS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,5 +156,31 @@ async fn gcra_admits_exactly_the_quota_under_contention() {
         .map(|l| l.clone() as Arc<dyn RateLimiter>)
         .collect();
     let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
-    check_rounds("gcra", &clock, limiters, conflicts).await;
+    check_rounds("gcra", &clock, limiters, conflicts, LINEAR_ROUNDS).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sliding_log_admits_exactly_the_quota_under_contention() {
+    let server = Memcached::start();
+    let clock = ManualClock::from_unix_secs(T0);
+    let typed: Vec<Arc<SlidingLog>> = stores(&server)
+        .await
+        .into_iter()
+        .map(|store| {
+            Arc::new(
+                SlidingLog::builder("50/minute".parse().unwrap(), store)
+                    .clock(clock.clone())
+                    .cas_policy(policy())
+                    .deadline(Duration::from_secs(10))
+                    .build()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let limiters = typed
+        .iter()
+        .map(|l| l.clone() as Arc<dyn RateLimiter>)
+        .collect();
+    let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
+    check_rounds("sliding log", &clock, limiters, conflicts, LOG_ROUNDS).await;
 }

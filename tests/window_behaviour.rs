@@ -323,11 +323,31 @@ async fn replayed_events_count_in_the_bucket_of_their_own_timestamp() {
         let client = unique_client("replay");
         let past = |secs: i64| chrono::DateTime::from_timestamp(T0 - 3_600 + secs, 0).unwrap();
         for _ in 0..3 {
-            assert!(limiter.check_at(&client, 1, past(10)).await.unwrap().is_allowed());
+            assert!(limiter
+                .check_at(&client, 1, past(10))
+                .await
+                .unwrap()
+                .is_allowed());
         }
-        assert!(limiter.check_at(&client, 1, past(50)).await.unwrap().is_denied(), "{}", f.name);
+        assert!(
+            limiter
+                .check_at(&client, 1, past(50))
+                .await
+                .unwrap()
+                .is_denied(),
+            "{}",
+            f.name
+        );
         // Out of order: an earlier minute has its own count.
-        assert!(limiter.check_at(&client, 1, past(-30)).await.unwrap().is_allowed(), "{}", f.name);
+        assert!(
+            limiter
+                .check_at(&client, 1, past(-30))
+                .await
+                .unwrap()
+                .is_allowed(),
+            "{}",
+            f.name
+        );
         // The present is untouched by the replay.
         assert_eq!(admitted(&limiter, &client, 5).await, 3, "{}", f.name);
     }

@@ -81,7 +81,9 @@ const MAX_EXACT_LIMIT: u64 = 1 << 53;
 /// window (bursty) or the refill to `q` (smooth). The state is one
 /// memcached value, `<b|s> <bucket> <time>`, in the shared optimistic loop
 /// ([`CasPolicy`]); it expires once it would mean the same as no state.
-/// A denial in smooth mode still writes, because `time` moves.
+/// A denial writes nothing unless strict: tokens accrue linearly, so the
+/// stored state already implies the same later decisions, and a flooding
+/// client costs reads only.
 ///
 /// **Strict mode** ([`DeniedRequests::Counted`](crate::DeniedRequests)): a
 /// denied request takes its cost too, down to `−q`. In bursty mode that
@@ -396,7 +398,11 @@ impl CasCore for HybridQuotaCore {
         } else if ask.strict {
             client.bucket = (client.bucket - cost).max(-quota);
         }
-        self.conclude(allowed, client, now, ask.cost, client != stored)
+        // A denial that takes nothing need not be written: tokens accrue
+        // linearly, so the stored state yields the same later decisions, and
+        // a flooding client costs no compare-and-swap writes.
+        let changed = (allowed || ask.strict) && client != stored;
+        self.conclude(allowed, client, now, ask.cost, changed)
     }
 }
 
@@ -542,21 +548,32 @@ mod tests {
     }
 
     #[test]
-    fn smooth_mode_accrues_and_writes_on_a_denial() {
+    fn smooth_mode_accrues_and_a_denial_writes_nothing() {
         let hq = core("10/second");
         let smooth = client(Mode::Smooth, -2.0, T0);
         let step = hq.decide(Some(&smooth), ask(1, T0 + 250 * MS));
         assert!(step.decision.is_denied());
         assert_eq!(step.decision.retry_after(), Some(Duration::from_millis(50)));
-        let (state, ttl) = step.write.expect("time moved, so the state is written");
-        assert_eq!(state.time, T0 + 250 * MS);
-        assert!((state.bucket - 0.5).abs() < 1e-9);
-        assert_eq!(ttl, Duration::from_millis(950) + EXPIRY_SLACK);
-        // The same instant again changes nothing, so nothing is written.
-        assert!(hq
-            .decide(Some(&state), ask(1, T0 + 250 * MS))
-            .write
-            .is_none());
+        assert!(
+            step.write.is_none(),
+            "a denial that takes nothing is not written"
+        );
+        // The stored state already implies the same later decision.
+        let later = hq.decide(Some(&smooth), ask(1, T0 + 300 * MS));
+        assert!(later.decision.is_allowed());
+        let (state, ttl) = later.write.expect("an admission is written");
+        assert_eq!(state.time, T0 + 300 * MS);
+        assert!(state.bucket.abs() < 1e-9);
+        assert_eq!(ttl, Duration::from_secs(1) + EXPIRY_SLACK);
+        // Strict mode writes the denial's cost.
+        let strict = hq.decide(
+            Some(&smooth),
+            Ask {
+                strict: true,
+                ..ask(1, T0 + 250 * MS)
+            },
+        );
+        assert!((strict.write.unwrap().0.bucket + 0.5).abs() < 1e-9);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! |---|---|---|---|
 //! | [`FixedWindow`] | 1 increment | 1 live | exact within a window; up to 2× the limit across a boundary |
 //! | [`SlidingWindow`], `n` sub-windows | 1 increment + `n` reads, one round trip | `n + 1` live | exact under a steady rate; errs by at most the oldest sub-window's count × elapsed share |
+//! | [`TokenBucket`] | 1 read + 1 compare-and-swap write; a denial only reads, unless strict | 1 | exact: at most `capacity + rate·t` in any span `t`; slow to throttle a moderately abusive client (about `q·a/(a−1)` requests at `a`× the rate) |
+//! | [`Gcra`] | as the token bucket, state is one number | 1 | as the token bucket of capacity `burst`; can queue requests up to a maximum delay |
 //! | [`SlidingLog`] | 1 read + 1 compare-and-swap write of up to `limit` timestamps (≤ [`MAX_LOG_LIMIT`]); a denial only reads, unless strict | 1 | exact over every window of one period |
 //! | [`HybridQuota`] | 1 read + 1 compare-and-swap write; a denial in bursty mode only reads, unless strict | 1 | bursty clients: at most the limit in a fixed window of their own; smooth clients: the rate on average, reacting within one period |
 //!
