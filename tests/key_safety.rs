@@ -57,7 +57,7 @@ fn check_id(id: &[u8]) -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(common::proptest_config("key_safety", 256))]
 
     #[test]
     fn any_bytes_make_valid_keys(id in proptest::collection::vec(any::<u8>(), 0..10_240)) {

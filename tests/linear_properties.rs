@@ -27,6 +27,8 @@
 //!   some `k`. The same state is had by replaying the same history into a
 //!   fresh store for each probed cost (`reset` would forget the history).
 
+mod common;
+
 use std::future::Future;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -305,7 +307,7 @@ fn label(kind: Kind, strict: bool) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(common::proptest_config("linear_properties", 128))]
 
     #[test]
     fn no_interval_admits_more_than_burst_plus_rate_times_length(s in scenario()) {
@@ -321,7 +323,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(common::proptest_config("linear_properties", 96))]
 
     #[test]
     fn waiting_retry_after_admits_the_same_request(s in scenario()) {

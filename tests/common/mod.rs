@@ -66,3 +66,17 @@ pub fn unique_client(tag: &str) -> Vec<u8> {
 }
 
 pub const SECOND: Duration = Duration::from_secs(1);
+
+/// A proptest configuration whose failing cases are saved beside the tests
+/// (`tests/proptest-regressions/<name>.txt`) to be committed and replayed.
+pub fn proptest_config(name: &str, cases: u32) -> proptest::test_runner::Config {
+    let path: &'static str =
+        Box::leak(format!("tests/proptest-regressions/{name}.txt").into_boxed_str());
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(path),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
