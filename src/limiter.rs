@@ -135,6 +135,19 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// Runs `work` within the deadline; past it, the work is dropped (a
+    /// request already written may still land) and the answer is
+    /// [`Error::DeadlineExceeded`].
+    pub(crate) async fn within_deadline<T, E: Into<Error>>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, Error> {
+        match tokio::time::timeout(self.deadline, work).await {
+            Ok(outcome) => outcome.map_err(Into::into),
+            Err(_) => Err(Error::DeadlineExceeded(self.deadline)),
+        }
+    }
+
     /// Rejects a cost that can never be decided: zero, or more than
     /// `capacity`, the most the limiter can ever admit at once.
     pub(crate) fn check_cost(&self, cost: u64, capacity: u64) -> Result<(), Error> {

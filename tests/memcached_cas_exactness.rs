@@ -58,20 +58,6 @@ async fn round(limiters: &[Arc<dyn RateLimiter>], client: &Arc<Vec<u8>>) -> (usi
     totals
 }
 
-async fn stores(server: &Memcached) -> Vec<Arc<MemcachedStore>> {
-    let mut stores = Vec::new();
-    for _ in 0..CLIENTS {
-        let store = MemcachedStore::builder()
-            .server(server.address())
-            .max_connections(16)
-            .build()
-            .await
-            .unwrap();
-        stores.push(Arc::new(store));
-    }
-    stores
-}
-
 /// The rounds for the linear limiters: how far the clock moves before
 /// each, and what the quota of 50 a minute (capacity 50) then allows: a
 /// full bucket, a full refill (capped), half a period, and 6 s (5 tokens).
@@ -107,80 +93,64 @@ fn policy() -> CasPolicy {
     CasPolicy::new(64, Duration::from_micros(100), Duration::from_millis(2)).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn token_bucket_admits_exactly_the_quota_under_contention() {
+/// Builds one limiter per independent store client with `build` and runs
+/// the rounds on them.
+async fn exactness<L: RateLimiter + 'static>(
+    name: &str,
+    rounds: [(u64, usize); 4],
+    build: impl Fn(Arc<MemcachedStore>, &ManualClock) -> L,
+    conflicts: fn(&L) -> u64,
+) {
     let server = Memcached::start();
     let clock = ManualClock::from_unix_secs(T0);
-    let typed: Vec<Arc<TokenBucket>> = stores(&server)
+    let typed: Vec<Arc<L>> = common::independent_clients(&server, CLIENTS)
         .await
         .into_iter()
-        .map(|store| {
-            Arc::new(
-                TokenBucket::builder("50/minute".parse().unwrap(), store)
-                    .clock(clock.clone())
-                    .cas_policy(policy())
-                    .deadline(Duration::from_secs(10))
-                    .build()
-                    .unwrap(),
-            )
-        })
+        .map(|store| Arc::new(build(store, &clock)))
         .collect();
     let limiters = typed
         .iter()
         .map(|l| l.clone() as Arc<dyn RateLimiter>)
         .collect();
-    let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
-    check_rounds("token bucket", &clock, limiters, conflicts, LINEAR_ROUNDS).await;
+    let total = move || typed.iter().map(|l| conflicts(l)).sum();
+    check_rounds(name, &clock, limiters, total, rounds).await;
+}
+
+/// The limiters' shared settings: many attempts and a long deadline, so
+/// contention shows as conflicts, not as errors.
+macro_rules! contended {
+    ($ty:ident) => {
+        |store: Arc<MemcachedStore>, clock: &ManualClock| {
+            $ty::builder("50/minute".parse().unwrap(), store)
+                .clock(clock.clone())
+                .cas_policy(policy())
+                .deadline(Duration::from_secs(10))
+                .build()
+                .unwrap()
+        }
+    };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_bucket_admits_exactly_the_quota_under_contention() {
+    let conflicts = |l: &TokenBucket| l.cas_stats().conflicts;
+    exactness(
+        "token bucket",
+        LINEAR_ROUNDS,
+        contended!(TokenBucket),
+        conflicts,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcra_admits_exactly_the_quota_under_contention() {
-    let server = Memcached::start();
-    let clock = ManualClock::from_unix_secs(T0);
-    let typed: Vec<Arc<Gcra>> = stores(&server)
-        .await
-        .into_iter()
-        .map(|store| {
-            Arc::new(
-                Gcra::builder("50/minute".parse().unwrap(), store)
-                    .clock(clock.clone())
-                    .cas_policy(policy())
-                    .deadline(Duration::from_secs(10))
-                    .build()
-                    .unwrap(),
-            )
-        })
-        .collect();
-    let limiters = typed
-        .iter()
-        .map(|l| l.clone() as Arc<dyn RateLimiter>)
-        .collect();
-    let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
-    check_rounds("gcra", &clock, limiters, conflicts, LINEAR_ROUNDS).await;
+    let conflicts = |l: &Gcra| l.cas_stats().conflicts;
+    exactness("gcra", LINEAR_ROUNDS, contended!(Gcra), conflicts).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sliding_log_admits_exactly_the_quota_under_contention() {
-    let server = Memcached::start();
-    let clock = ManualClock::from_unix_secs(T0);
-    let typed: Vec<Arc<SlidingLog>> = stores(&server)
-        .await
-        .into_iter()
-        .map(|store| {
-            Arc::new(
-                SlidingLog::builder("50/minute".parse().unwrap(), store)
-                    .clock(clock.clone())
-                    .cas_policy(policy())
-                    .deadline(Duration::from_secs(10))
-                    .build()
-                    .unwrap(),
-            )
-        })
-        .collect();
-    let limiters = typed
-        .iter()
-        .map(|l| l.clone() as Arc<dyn RateLimiter>)
-        .collect();
-    let conflicts = move || typed.iter().map(|l| l.cas_stats().conflicts).sum();
-    check_rounds("sliding log", &clock, limiters, conflicts, LOG_ROUNDS).await;
+    let conflicts = |l: &SlidingLog| l.cas_stats().conflicts;
+    exactness("sliding log", LOG_ROUNDS, contended!(SlidingLog), conflicts).await;
 }

@@ -42,26 +42,12 @@ async fn race(limiters: Vec<Arc<dyn RateLimiter>>, client: Vec<u8>) -> usize {
     allowed
 }
 
-async fn stores(server: &Memcached) -> Vec<Arc<MemcachedStore>> {
-    let mut stores = Vec::new();
-    for _ in 0..CLIENTS {
-        let store = MemcachedStore::builder()
-            .server(server.address())
-            .max_connections(16)
-            .build()
-            .await
-            .unwrap();
-        stores.push(Arc::new(store));
-    }
-    stores
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fixed_window_admits_exactly_the_limit() {
     let server = Memcached::start();
     // 30 s into a minute: the window does not roll over during the race.
     let clock = ManualClock::from_unix_secs(T0 + 30);
-    let limiters = stores(&server)
+    let limiters = common::independent_clients(&server, CLIENTS)
         .await
         .into_iter()
         .map(|store| {
@@ -81,7 +67,7 @@ async fn fixed_window_admits_exactly_the_limit() {
 async fn sliding_window_admits_the_limit_less_the_weighted_history() {
     let server = Memcached::start();
     let clock = ManualClock::from_unix_secs(T0);
-    let stores = stores(&server).await;
+    let stores = common::independent_clients(&server, CLIENTS).await;
     let build = |n: u32, store: Arc<MemcachedStore>| {
         Arc::new(
             SlidingWindow::builder("100/minute".parse().unwrap(), store)

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
-use tokio::time::timeout;
 
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
@@ -236,9 +235,7 @@ impl<C: CasCore> CasLimiter<C> {
         };
         let key = self.key(client);
         self.counters.bump(0);
-        timeout(settings.deadline, self.run(&key, ask))
-            .await
-            .map_err(|_| Error::DeadlineExceeded(settings.deadline))?
+        settings.within_deadline(self.run(&key, ask)).await
     }
 
     async fn run(&self, key: &[u8], ask: Ask) -> Result<(Decision, Duration), Error> {
@@ -289,12 +286,10 @@ impl<C: CasCore> CasLimiter<C> {
 
     pub(crate) async fn reset(&self, client: &[u8]) -> Result<(), Error> {
         let settings = &self.settings;
-        timeout(
-            settings.deadline,
-            settings.store.delete(&[self.key(client)]),
-        )
-        .await
-        .map_err(|_| Error::DeadlineExceeded(settings.deadline))??;
+        let key = self.key(client);
+        settings
+            .within_deadline(settings.store.delete(&[key]))
+            .await?;
         Ok(())
     }
 }

@@ -53,14 +53,10 @@ impl WindowCounter {
         let limit = settings.quota.limit();
         let started = Instant::now();
 
-        let counters = timeout(
-            settings.deadline,
-            settings
-                .store
-                .increment(&current, cost, self.buckets.ttl(), &older),
-        )
-        .await
-        .map_err(|_| Error::DeadlineExceeded(settings.deadline))??;
+        let increment = settings
+            .store
+            .increment(&current, cost, self.buckets.ttl(), &older);
+        let counters = settings.within_deadline(increment).await?;
 
         let mut counts = Vec::with_capacity(older.len() + 1);
         counts.push(counters.value);
@@ -97,9 +93,9 @@ impl WindowCounter {
         let settings = &self.settings;
         // Every bucket the estimate reads right now.
         let keys = self.keys_at(client, settings.clock.now())?;
-        timeout(settings.deadline, settings.store.delete(&keys))
-            .await
-            .map_err(|_| Error::DeadlineExceeded(settings.deadline))??;
+        settings
+            .within_deadline(settings.store.delete(&keys))
+            .await?;
         Ok(())
     }
 }

@@ -47,6 +47,25 @@ pub async fn memcached() -> Fixture {
     }
 }
 
+/// `count` independent store clients of one server, each with its own
+/// connection pool, as separate service instances would have.
+pub async fn independent_clients(
+    server: &memcached::Memcached,
+    count: usize,
+) -> Vec<Arc<MemcachedStore>> {
+    let mut stores = Vec::new();
+    for _ in 0..count {
+        let store = MemcachedStore::builder()
+            .server(server.address())
+            .max_connections(16)
+            .build()
+            .await
+            .expect("memcached store");
+        stores.push(Arc::new(store));
+    }
+    stores
+}
+
 /// Both stores, each with a fresh clock at [`T0`].
 pub async fn fixtures() -> Vec<Fixture> {
     vec![memory(), memcached().await]
