@@ -67,6 +67,7 @@ async fn each_client_lives_on_one_server_and_clients_spread_over_all() {
         *per_server.entry(home).or_default() += 1;
         clock.advance(std::time::Duration::from_secs(1));
     }
+    eprintln!("clients per server: {per_server:?}");
     assert_eq!(per_server.len(), 3, "{per_server:?}");
     for (server, count) in &per_server {
         assert!(
