@@ -31,13 +31,14 @@ use std::time::Duration;
 /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decision {
     allowed: bool,
     limit: u64,
     remaining: u64,
     reset_after: Duration,
     retry_after: Option<Duration>,
+    used: f64,
 }
 
 impl Decision {
@@ -49,6 +50,7 @@ impl Decision {
             remaining,
             reset_after,
             retry_after: None,
+            used: limit.saturating_sub(remaining) as f64,
         }
     }
 
@@ -66,7 +68,16 @@ impl Decision {
             remaining,
             reset_after,
             retry_after: Some(retry_after),
+            used: limit.saturating_sub(remaining) as f64,
         }
+    }
+
+    /// Sets what the algorithm counts against the limit after this
+    /// decision, when it knows it more finely than `limit − remaining`.
+    #[must_use]
+    pub fn with_used(mut self, used: f64) -> Self {
+        self.used = used;
+        self
     }
 
     /// Whether the request may go ahead.
@@ -94,6 +105,15 @@ impl Decision {
     /// nothing more.
     pub fn reset_after(&self) -> Duration {
         self.reset_after
+    }
+
+    /// How much the algorithm counts against the limit right after this
+    /// decision, unrounded: the sliding window's weighted estimate, the
+    /// tokens missing from a bucket, the entries in a log. Simulations
+    /// compare it with the exact count; `remaining` is the limit less this,
+    /// rounded down.
+    pub fn used(&self) -> f64 {
+        self.used
     }
 
     /// For a denied request, how long until the same request would be

@@ -115,6 +115,12 @@ async fn weights_the_previous_window_by_what_is_still_inside() {
         let last = last.unwrap();
         assert!(last.is_allowed());
         assert_eq!(last.remaining(), 50, "{}", f.name);
+        assert!(
+            (last.used() - 49.5).abs() < 1e-9,
+            "{}: {}",
+            f.name,
+            last.used()
+        );
         assert_eq!(admitted(&limiter, &client, 60).await, 50, "{}", f.name);
         let denied = limiter.check(&client).await.unwrap();
         // 68 now + 42 × (1 − f) ≤ 99 once f ≥ 11/42: 15.71 s into the minute.

@@ -88,7 +88,7 @@ impl AsMut<CasPolicy> for GcraConfig {
 }
 
 /// A request accepted for later, or rejected, in delay mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reservation {
     decision: Decision,
     delay: Duration,
@@ -264,7 +264,8 @@ impl CasCore for GcraCore {
         } else {
             let retry = self.duration(after + cost - tolerance - now);
             Decision::denied(self.burst, remaining, reset_after, retry)
-        };
+        }
+        .with_used((after - now).max(0) as f64 / self.interval as f64);
         Step {
             decision,
             delay: if allowed {

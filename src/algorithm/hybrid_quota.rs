@@ -317,7 +317,8 @@ impl HybridQuotaCore {
                 Mode::Smooth => self.time_for(cost as f64 - client.bucket),
             };
             Decision::denied(self.quota, remaining, reset_after, retry)
-        };
+        }
+        .with_used(self.quota as f64 - client.bucket);
         Step {
             decision,
             delay: Duration::ZERO,

@@ -337,7 +337,8 @@ impl CasCore for SlidingLogCore {
             let excess = (after.len() as u64 + ask.cost - self.limit) as usize;
             let retry = self.until_gone(after[excess - 1], now);
             Decision::denied(self.limit, remaining, reset_after, retry)
-        };
+        }
+        .with_used(after.len() as f64);
         Step {
             decision,
             delay: Duration::ZERO,

@@ -236,7 +236,8 @@ impl CasCore for TokenBucketCore {
                 reset_after,
                 self.time_for(cost - after),
             )
-        };
+        }
+        .with_used(capacity - after);
         let write = (allowed || ask.strict).then(|| {
             (
                 Bucket {

@@ -70,10 +70,11 @@ impl WindowCounter {
             self.refund(&current, cost, left).await;
         }
         let v = verdict(&self.buckets, &counts, now, allowed, cost, limit);
-        Ok(match v.retry_after {
+        let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
-        })
+        };
+        Ok(decision.with_used(v.used))
     }
 
     /// Gives a denied request's cost back. The denial stands whatever

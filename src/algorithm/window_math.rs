@@ -25,6 +25,7 @@ use super::buckets::Buckets;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Verdict {
     pub(crate) allowed: bool,
+    pub(crate) used: f64,
     pub(crate) remaining: u64,
     pub(crate) reset_after: Duration,
     pub(crate) retry_after: Option<Duration>,
@@ -72,6 +73,7 @@ pub(crate) fn verdict(
     let remaining = (limit as f64 - used + EPSILON).floor().max(0.0) as u64;
     Verdict {
         allowed,
+        used,
         remaining,
         reset_after: reset_after(buckets, counts, now_nanos),
         retry_after: (!allowed).then(|| retry_after(buckets, counts, now_nanos, cost, limit)),
