@@ -92,8 +92,10 @@ impl KeySpace {
             prefix.push_str(std::str::from_utf8(id).expect("printable ASCII"));
         } else {
             prefix.push(HASH_MARK as char);
+            const HEX: &[u8; 16] = b"0123456789abcdef";
             for byte in Sha256::digest(id) {
-                prefix.push_str(&format!("{byte:02x}"));
+                prefix.push(char::from(HEX[usize::from(byte >> 4)]));
+                prefix.push(char::from(HEX[usize::from(byte & 0xf)]));
             }
         }
         ClientKey { prefix }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Timelike, Utc};
 
 use crate::error::{ConfigError, Error};
 use crate::quota::compact_duration;
@@ -105,16 +105,43 @@ impl Buckets {
         Duration::from_nanos(self.len_nanos as u64) * (self.history + 1) + EXPIRY_SLACK
     }
 
-    /// The key suffix naming bucket `index`: its start in UTC, formatted by
-    /// chrono, plus the bucket length unless it is one minute.
+    /// The key suffix naming bucket `index`: its start in UTC as chrono's
+    /// `%Y%m%d%H%M[%S[%3f]]` would format it, plus the bucket length unless
+    /// it is one minute. The digits are written from chrono's calendar
+    /// fields directly, since this runs for every key of every decision
+    /// and parsing the format string each time would dominate it; a test
+    /// holds the two to the same output.
     pub(crate) fn suffix(&self, index: i64) -> String {
         let start = DateTime::<Utc>::from_timestamp_nanos(self.start(index));
-        let mut suffix = start.format(self.format).to_string();
+        let mut suffix = String::with_capacity(32);
+        if (0..=9999).contains(&start.year()) {
+            push_digits(&mut suffix, start.year() as u32, 4);
+            for field in [start.month(), start.day(), start.hour(), start.minute()] {
+                push_digits(&mut suffix, field, 2);
+            }
+            if self.format != "%Y%m%d%H%M" {
+                push_digits(&mut suffix, start.second(), 2);
+            }
+            if self.format == "%Y%m%d%H%M%S%3f" {
+                push_digits(&mut suffix, start.timestamp_subsec_millis(), 3);
+            }
+        } else {
+            suffix.push_str(&start.format(self.format).to_string());
+        }
         if let Some(tag) = &self.tag {
             suffix.push('-');
             suffix.push_str(tag);
         }
         suffix
+    }
+}
+
+/// Appends `value` as exactly `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    let mut divisor = 10u32.pow(width - 1);
+    while divisor > 0 {
+        out.push(char::from(b'0' + (value / divisor % 10) as u8));
+        divisor /= 10;
     }
 }
 
@@ -151,6 +178,24 @@ mod tests {
             fast.suffix(fast.index(now + 300_000_000)),
             "20261122071023250-250ms"
         );
+    }
+
+    #[test]
+    fn suffixes_match_chrono_formatting() {
+        for (period, count) in [(60_000, 1), (60_000, 4), (600_000, 1), (1_000, 4), (86_400_000, 24)] {
+            let buckets = Buckets::new(Duration::from_millis(period), count, count).unwrap();
+            let mut at: i64 = -5_000_000_000_000_000_000;
+            while at < 9_000_000_000_000_000_000 {
+                let index = buckets.index(at);
+                let start = DateTime::<Utc>::from_timestamp_nanos(buckets.start(index));
+                let mut expected = start.format(buckets.format).to_string();
+                if let Some(tag) = &buckets.tag {
+                    expected = format!("{expected}-{tag}");
+                }
+                assert_eq!(buckets.suffix(index), expected, "at {at}");
+                at += 7_777_777_777_777_777;
+            }
+        }
     }
 
     #[test]
