@@ -1,109 +1,89 @@
-//! One client's seeded Poisson traffic, around the limit, through each
-//! algorithm on the embedded store, judged against an exact sliding window.
-//! See `README.md` beside this crate for what each column means.
+//! Runs every algorithm of `memcache-ratelimit` on every workload, judges
+//! each decision against an exact sliding window, and writes the results:
+//! a markdown table on stdout, CSV files and SVG figures. See
+//! `simulations/README.md` for the workloads and the exact definition of
+//! each metric.
 //!
-//! `cargo run --release -p simulations [-- SEED]`
-
-mod oracle;
-mod traffic;
+//! `cargo run --release -p simulations [-- --seed N --quick --out DIR --figures DIR]`
 
 use std::error::Error;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::Instant;
 
-use memcache_ratelimit::{
-    FixedWindow, ManualClock, MemoryStore, Quota, RateLimiter, SlidingWindow,
-};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
 
-use oracle::{Oracle, Report};
+use simulations::algorithms::Algorithm;
+use simulations::workload::{self, Scale};
+use simulations::{figures, report, suite};
 
-const QUOTA: &str = "100/minute";
-const LENGTH: Duration = Duration::from_secs(30 * 60);
-/// Offered rates, as multiples of the limit.
-const RATES: [f64; 3] = [0.9, 1.1, 1.5];
-/// `None` is the fixed window, `Some(n)` the sliding window of `n` sub-windows.
-const ALGORITHMS: [Option<u32>; 4] = [None, Some(1), Some(4), Some(12)];
-/// 2027-01-15 08:00:00 UTC, a minute boundary.
-const START: i64 = 1_800_000_000;
-const DEFAULT_SEED: u64 = 1;
-const CLIENT: &[u8] = b"client";
-
-fn name(algorithm: Option<u32>) -> String {
-    match algorithm {
-        None => "fixed window".to_owned(),
-        Some(n) => format!("sliding window, n = {n}"),
-    }
-}
-
-/// Replays `arrivals` through a fresh limiter on a fresh store, moving the
-/// clock to each request's time, and judges every decision.
-async fn run(
-    quota: Quota,
-    algorithm: Option<u32>,
-    arrivals: &[Duration],
-) -> Result<Report, Box<dyn Error>> {
-    let clock = ManualClock::from_unix_secs(START);
-    let store = Arc::new(MemoryStore::with_clock(clock.clone()));
-    let limiter: Box<dyn RateLimiter> = match algorithm {
-        None => Box::new(
-            FixedWindow::builder(quota, store)
-                .clock(clock.clone())
-                .build()?,
-        ),
-        Some(n) => Box::new(
-            SlidingWindow::builder(quota, store)
-                .sub_windows(n)
-                .clock(clock.clone())
-                .build()?,
-        ),
-    };
-    let mut oracle = Oracle::new(quota.limit(), quota.period());
-    let mut now = Duration::ZERO;
-    for &at in arrivals {
-        clock.advance(at - now);
-        now = at;
-        let decision = limiter.check(CLIENT).await?;
-        oracle.record(at, decision.is_allowed());
-    }
-    Ok(oracle.report())
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    100.0 * part as f64 / whole.max(1) as f64
+/// Measure every rate-limiting algorithm against an exact sliding window.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Seed of every random workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A smaller run: fewer clients and shorter workloads.
+    #[arg(long)]
+    quick: bool,
+    /// Where the CSV files go.
+    #[arg(long, default_value = "simulations/out")]
+    out: PathBuf,
+    /// Where the SVG figures go.
+    #[arg(long, default_value = "simulations/figures")]
+    figures: PathBuf,
+    /// Threads running jobs in parallel (default: the available cores).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let seed = match std::env::args().nth(1) {
-        Some(text) => text.parse()?,
-        None => DEFAULT_SEED,
+    let args = Args::parse();
+    let began = Instant::now();
+    let scale = if args.quick {
+        Scale::QUICK
+    } else {
+        Scale::FULL
     };
-    let quota: Quota = QUOTA.parse()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()?;
+    let workloads = workload::all(args.seed, scale);
+    let jobs = suite::jobs(&workloads, &Algorithm::all());
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let total: u64 = jobs
+        .iter()
+        .map(|job| workloads[job.workload].requests.len() as u64)
+        .sum();
+
+    let bar = ProgressBar::new(total).with_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
+        )?
+        .progress_chars("=> "),
+    );
+    let rows =
+        suite::run(&workloads, &jobs, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
+    bar.finish_and_clear();
 
     println!(
-        "One client, Poisson arrivals, limit {quota}, {} simulated minutes, seed {seed}.",
-        LENGTH.as_secs() / 60
+        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms.\n",
+        args.seed,
+        if args.quick { "quick" } else { "full" },
+        workload::QUOTA,
+        total,
+        workloads.len(),
+        Algorithm::all().len(),
     );
-    println!("Denied requests are refunded (the default). Percentages are of offered requests.\n");
-    println!("| algorithm | rate | offered | admitted | wrongly allowed % | wrongly denied % | peak 60 s / limit |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (index, &rate) in RATES.iter().enumerate() {
-        let per_second = rate * quota.limit() as f64 / quota.period().as_secs_f64();
-        let arrivals = traffic::poisson(seed.wrapping_add(index as u64), per_second, LENGTH);
-        for algorithm in ALGORITHMS {
-            let report = runtime.block_on(run(quota, algorithm, &arrivals))?;
-            println!(
-                "| {} | {rate:.1}× | {} | {} | {:.2} | {:.2} | {:.2} |",
-                name(algorithm),
-                report.offered,
-                report.admitted,
-                percent(report.wrongly_allowed, report.offered),
-                percent(report.wrongly_denied, report.offered),
-                report.peak as f64 / quota.limit() as f64,
-            );
-        }
-    }
+    print!("{}", report::markdown(&workloads, &rows));
+    report::write_csv(&args.out, &workloads, &rows)?;
+    let written = figures::write_all(&args.figures, &workloads, &rows)?;
+    eprintln!(
+        "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
+        args.out.join("results.csv").display(),
+        written.len(),
+        args.figures.display(),
+        began.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -1,74 +1,99 @@
-//! The exact sliding window each decision is judged against, and the
-//! metrics of one run.
+//! The exact sliding window: the ground truth every decision is judged
+//! against.
+//!
+//! Times are nanoseconds since the start of a run, in true time. The window
+//! of a request at `t` is `(t − period, t]`.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// Judges a stream of decisions, in time order, against the exact sliding
-/// window over the requests the limiter under test actually admitted.
-#[derive(Debug)]
-pub struct Oracle {
+/// The admitted cost of one client over the last period, kept exactly.
+#[derive(Debug, Clone)]
+pub struct ExactWindow {
+    period: u64,
+    /// `(time, cost)` of each admission still inside the window, oldest
+    /// first.
+    entries: VecDeque<(u64, u64)>,
+    total: u64,
+}
+
+impl ExactWindow {
+    /// An empty window of `period`.
+    pub fn new(period: Duration) -> Self {
+        Self {
+            period: u64::try_from(period.as_nanos()).unwrap_or(u64::MAX),
+            entries: VecDeque::new(),
+            total: 0,
+        }
+    }
+
+    /// The admitted cost in `(now − period, now]`. Calls must come with
+    /// `now` never decreasing: older admissions are forgotten.
+    pub fn count(&mut self, now: u64) -> u64 {
+        while let Some(&(at, cost)) = self.entries.front() {
+            if at.saturating_add(self.period) > now {
+                break;
+            }
+            self.entries.pop_front();
+            self.total -= cost;
+        }
+        self.total
+    }
+
+    /// Records an admission of `cost` at `now` (no earlier than the last).
+    pub fn admit(&mut self, now: u64, cost: u64) {
+        self.entries.push_back((now, cost));
+        self.total += cost;
+    }
+}
+
+/// One exact window per client, for clients numbered `0..clients`.
+#[derive(Debug, Clone)]
+pub struct ExactWindows {
+    windows: Vec<ExactWindow>,
+}
+
+impl ExactWindows {
+    /// `clients` empty windows of `period`.
+    pub fn new(clients: usize, period: Duration) -> Self {
+        Self {
+            windows: vec![ExactWindow::new(period); clients],
+        }
+    }
+
+    /// The window of `client`.
+    pub fn client(&mut self, client: usize) -> &mut ExactWindow {
+        &mut self.windows[client]
+    }
+}
+
+/// An exact sliding-window limiter, the reference decision: a request of
+/// cost `c` at `t` is allowed if and only if the cost it has itself admitted
+/// in `(t − period, t]`, plus `c`, is at most the limit. Denied requests
+/// count for nothing, as with the library's default of refunding them.
+#[derive(Debug, Clone)]
+pub struct ExactLimiter {
     limit: u64,
-    period: Duration,
-    /// Times of the admitted requests in the period ending at the latest
-    /// request.
-    window: VecDeque<Duration>,
-    report: Report,
+    windows: ExactWindows,
 }
 
-/// The outcome of one run.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Report {
-    /// Requests sent.
-    pub offered: u64,
-    /// Requests the limiter allowed.
-    pub admitted: u64,
-    /// Allowed although the exact window was already full.
-    pub wrongly_allowed: u64,
-    /// Denied although the exact window had room.
-    pub wrongly_denied: u64,
-    /// Most admitted requests in any interval of one period.
-    pub peak: u64,
-}
-
-impl Oracle {
-    pub fn new(limit: u64, period: Duration) -> Self {
+impl ExactLimiter {
+    /// A limiter of `limit` per `period` for clients `0..clients`.
+    pub fn new(limit: u64, period: Duration, clients: usize) -> Self {
         Self {
             limit,
-            period,
-            window: VecDeque::new(),
-            report: Report::default(),
+            windows: ExactWindows::new(clients, period),
         }
     }
 
-    /// Records the decision on a request at `at`, no earlier than the last.
-    pub fn record(&mut self, at: Duration, admitted: bool) {
-        // Keep the admissions in (at - period, at].
-        while self
-            .window
-            .front()
-            .is_some_and(|&first| first + self.period <= at)
-        {
-            self.window.pop_front();
+    /// Decides the request of `cost` from `client` at `now`.
+    pub fn check(&mut self, client: usize, now: u64, cost: u64) -> bool {
+        let window = self.windows.client(client);
+        let allowed = window.count(now) + cost <= self.limit;
+        if allowed {
+            window.admit(now, cost);
         }
-        // Correct to admit iff the count so far plus this request fits.
-        let correct_to_admit = (self.window.len() as u64) < self.limit;
-        let report = &mut self.report;
-        report.offered += 1;
-        match (admitted, correct_to_admit) {
-            (true, false) => report.wrongly_allowed += 1,
-            (false, true) => report.wrongly_denied += 1,
-            _ => {}
-        }
-        if admitted {
-            report.admitted += 1;
-            self.window.push_back(at);
-            report.peak = report.peak.max(self.window.len() as u64);
-        }
-    }
-
-    pub fn report(&self) -> Report {
-        self.report
+        allowed
     }
 }
 
@@ -76,21 +101,27 @@ impl Oracle {
 mod tests {
     use super::*;
 
+    const S: u64 = 1_000_000_000;
+
     #[test]
-    fn judges_against_the_admissions_of_the_last_period() {
-        let s = Duration::from_secs;
-        let mut oracle = Oracle::new(2, s(60));
-        oracle.record(s(0), true);
-        oracle.record(s(10), true);
-        oracle.record(s(20), true); // 2 already in (-40, 20]
-        oracle.record(s(30), false); // 3 in (-30, 30]: correct
-        oracle.record(s(60), false); // 2 in (0, 60]: correct
-        oracle.record(s(70), false); // 1 in (10, 70]: room
-        let report = oracle.report();
-        assert_eq!(report.offered, 6);
-        assert_eq!(report.admitted, 3);
-        assert_eq!(report.wrongly_allowed, 1);
-        assert_eq!(report.wrongly_denied, 1);
-        assert_eq!(report.peak, 3);
+    fn the_window_is_half_open_on_the_left() {
+        let mut window = ExactWindow::new(Duration::from_secs(60));
+        window.admit(0, 1);
+        window.admit(10 * S, 2);
+        assert_eq!(window.count(59 * S), 3);
+        assert_eq!(window.count(60 * S), 2, "(0, 60 s] no longer holds 0");
+        assert_eq!(window.count(70 * S), 0);
+    }
+
+    #[test]
+    fn the_limiter_counts_only_what_it_admits() {
+        let mut exact = ExactLimiter::new(2, Duration::from_secs(60), 1);
+        assert!(exact.check(0, 0, 1));
+        assert!(exact.check(0, 10 * S, 1));
+        assert!(!exact.check(0, 20 * S, 1));
+        assert!(!exact.check(0, 59 * S, 1));
+        assert!(exact.check(0, 60 * S, 1), "the first admission slid out");
+        assert!(!exact.check(0, 61 * S, 2));
+        assert!(exact.check(0, 130 * S, 2));
     }
 }

@@ -1,0 +1,26 @@
+//! Simulations of `memcache-ratelimit`: every algorithm, on seeded
+//! workloads, judged against an exact sliding window. Only the library's
+//! public API is used, on the embedded `MemoryStore` and `ManualClock`s, so
+//! every run is deterministic for a given seed.
+//!
+//! - [`workload`]: the workloads (built from the arrival processes in
+//!   [`traffic`]);
+//! - [`algorithms`]: the algorithms under test and how each is built;
+//! - [`oracle`]: the exact sliding window;
+//! - [`runner`]: one algorithm on one workload, decision by decision;
+//! - [`metrics`]: what is measured, as defined in `simulations/README.md`;
+//! - [`suite`]: every algorithm on every workload, over a few threads;
+//! - [`report`]: the markdown table and the CSV files;
+//! - [`figures`]: the SVG figures, drawn by [`plot`].
+
+pub mod algorithms;
+pub mod figures;
+pub mod metrics;
+pub mod oracle;
+pub mod plot;
+pub mod report;
+pub mod runner;
+pub mod suite;
+pub mod trace;
+pub mod traffic;
+pub mod workload;

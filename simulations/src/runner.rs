@@ -1,0 +1,165 @@
+//! Replays a workload through one algorithm on the embedded store and
+//! judges every decision.
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use memcache_ratelimit::store::{CountingStore, MemoryStore};
+use memcache_ratelimit::{ManualClock, RateLimiter};
+
+use crate::algorithms::Algorithm;
+use crate::metrics::{Metrics, Observation, Tally};
+use crate::oracle::{ExactLimiter, ExactWindows};
+use crate::trace::TracePoint;
+use crate::workload::{Workload, START_UNIX_SECS};
+
+/// Any failure of a run: a limiter that would not build, or a decision that
+/// returned an error (neither should happen on the embedded store).
+pub type RunError = Box<dyn Error + Send + Sync>;
+
+/// How often, in parts of a period, the store's live keys are sampled.
+const KEY_SAMPLES_PER_PERIOD: u64 = 10;
+/// How many requests pass between progress reports.
+const PROGRESS_EVERY: u64 = 4096;
+
+/// What one run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The metrics over the whole run.
+    pub metrics: Metrics,
+    /// The traced client's decisions, if the workload traces one.
+    pub trace: Vec<TracePoint>,
+}
+
+/// Replays `workload` through `algorithm`: one `MemoryStore` (wrapped in a
+/// `CountingStore`) on a `ManualClock` at true time, and one limiter per
+/// node, each on its own `ManualClock` set to true time plus the node's
+/// skew. `progress` is called with the number of requests done, now and
+/// then.
+pub fn run(
+    workload: &Workload,
+    algorithm: Algorithm,
+    progress: &dyn Fn(u64),
+) -> Result<Outcome, RunError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    runtime.block_on(replay(workload, algorithm, progress))
+}
+
+async fn replay(
+    workload: &Workload,
+    algorithm: Algorithm,
+    progress: &dyn Fn(u64),
+) -> Result<Outcome, RunError> {
+    let quota = workload.quota;
+    let start = DateTime::<Utc>::from_timestamp(START_UNIX_SECS, 0).expect("in range");
+    let truth = ManualClock::new(start);
+    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(truth.clone())));
+    let mut nodes: Vec<(ManualClock, TimeDelta, Box<dyn RateLimiter>)> = Vec::new();
+    for &skew in &workload.skews {
+        let skew = TimeDelta::nanoseconds(skew);
+        let clock = ManualClock::new(start + skew);
+        let limiter = algorithm.build(quota, store.clone(), clock.clone())?;
+        nodes.push((clock, skew, limiter));
+    }
+    let clients = workload.clients as usize;
+    let keys: Vec<Vec<u8>> = (0..clients)
+        .map(|c| format!("client-{c}").into_bytes())
+        .collect();
+    let mut own = ExactWindows::new(clients, quota.period());
+    let mut reference = ExactLimiter::new(quota.limit(), quota.period(), clients);
+    let mut tally = Tally::new(quota.limit());
+    let period = workload.period();
+    let mut sampler = KeySampler::new(clients, period, period / KEY_SAMPLES_PER_PERIOD);
+    let mut trace = Vec::new();
+
+    for (i, request) in workload.requests.iter().enumerate() {
+        let now = start + Duration::from_nanos(request.at);
+        truth.set(now);
+        if let Some(active) = sampler.due(request.at) {
+            let memory = store.inner();
+            memory.purge_expired();
+            tally.sample_keys(memory.len(), active);
+        }
+        sampler.seen(request.client as usize, request.at);
+
+        let (clock, skew, limiter) = &nodes[usize::from(request.node)];
+        clock.set(now + *skew);
+        let client = request.client as usize;
+        let decision = limiter.check_n(&keys[client], request.cost).await?;
+
+        let window = own.client(client);
+        let mut exact = window.count(request.at);
+        if decision.is_allowed() {
+            window.admit(request.at, request.cost);
+            exact += request.cost;
+        }
+        let observation = Observation {
+            allowed: decision.is_allowed(),
+            exact_allowed: reference.check(client, request.at, request.cost),
+            estimate: decision.used(),
+            exact,
+        };
+        tally.record(observation);
+        if let Some(traced) = workload.trace {
+            if traced.client == request.client && request.at <= traced.until {
+                trace.push(TracePoint {
+                    at: request.at,
+                    estimate: observation.estimate,
+                    exact: exact as f64,
+                    allowed: observation.allowed,
+                });
+            }
+        }
+        if (i as u64 + 1).is_multiple_of(PROGRESS_EVERY) {
+            progress(PROGRESS_EVERY);
+        }
+    }
+    progress(workload.requests.len() as u64 % PROGRESS_EVERY);
+    Ok(Outcome {
+        metrics: tally.finish(store.calls()),
+        trace,
+    })
+}
+
+/// Decides when to sample the store and counts the clients active then:
+/// those that sent a request within the last period.
+struct KeySampler {
+    last_seen: Vec<Option<u64>>,
+    period: u64,
+    interval: u64,
+    next: u64,
+}
+
+impl KeySampler {
+    fn new(clients: usize, period: u64, interval: u64) -> Self {
+        Self {
+            last_seen: vec![None; clients],
+            period,
+            interval: interval.max(1),
+            next: interval.max(1),
+        }
+    }
+
+    /// At the first request at or after each sampling time: the number of
+    /// active clients, before this request counts.
+    fn due(&mut self, now: u64) -> Option<usize> {
+        if now < self.next {
+            return None;
+        }
+        self.next = (now / self.interval + 1) * self.interval;
+        let active = self
+            .last_seen
+            .iter()
+            .filter(|seen| seen.is_some_and(|at| at + self.period > now))
+            .count();
+        Some(active)
+    }
+
+    fn seen(&mut self, client: usize, now: u64) {
+        self.last_seen[client] = Some(now);
+    }
+}
