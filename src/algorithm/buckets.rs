@@ -182,7 +182,13 @@ mod tests {
 
     #[test]
     fn suffixes_match_chrono_formatting() {
-        for (period, count) in [(60_000, 1), (60_000, 4), (600_000, 1), (1_000, 4), (86_400_000, 24)] {
+        for (period, count) in [
+            (60_000, 1),
+            (60_000, 4),
+            (600_000, 1),
+            (1_000, 4),
+            (86_400_000, 24),
+        ] {
             let buckets = Buckets::new(Duration::from_millis(period), count, count).unwrap();
             let mut at: i64 = -5_000_000_000_000_000_000;
             while at < 9_000_000_000_000_000_000 {

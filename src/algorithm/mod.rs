@@ -5,7 +5,7 @@
 //! | algorithm | store work per decision | keys per client | accuracy |
 //! |---|---|---|---|
 //! | [`FixedWindow`] | 1 increment | 1 live | exact within a window; up to 2× the limit across a boundary |
-//! | [`SlidingWindow`], `n` sub-windows | 1 increment + `n` reads, one round trip | `n + 1` live | exact under a steady rate; errs by at most the oldest sub-window's count × elapsed share |
+//! | [`SlidingWindow`], `n` sub-windows | 1 increment + `n` reads, one round trip | `n + 1` read, up to `n + 2` held | exact under a steady rate; with `c` in the oldest sub-window and `f` of the current one elapsed, the estimate is within `−c·f` and `+c·(1−f)` of the exact count |
 //! | [`TokenBucket`] | 1 read + 1 compare-and-swap write; a denial only reads, unless strict | 1 | exact: at most `capacity + rate·t` in any span `t`; slow to throttle a moderately abusive client (about `q·a/(a−1)` requests at `a`× the rate) |
 //! | [`Gcra`] | as the token bucket, state is one number | 1 | as the token bucket of capacity `burst`; can queue requests up to a maximum delay |
 //! | [`SlidingLog`] | 1 read + 1 compare-and-swap write of up to `limit` timestamps (≤ [`MAX_LOG_LIMIT`]); a denial only reads, unless strict | 1 | exact over every window of one period |

@@ -33,10 +33,13 @@ pub const MAX_SUB_WINDOWS: u32 = 600;
 /// For example, with 42 requests in the previous minute, 18 in this one and
 /// 15 s into it, the estimate is `18 + 42 × 45/60 = 49.5`. Under a steady
 /// rate the estimate is exact. It errs only when the oldest sub-window's
-/// traffic was bunched at one end: the error is at most that sub-window's
-/// count times `elapsed`, so smaller sub-windows bound it more tightly,
-/// at the price of `n + 1` keys per client and `n` reads per decision (all
-/// in the same round trip).
+/// traffic was bunched at one end. With `c` requests in the oldest
+/// sub-window, the estimate differs from the exact count by between
+/// `−c × elapsed` (they all came at its end, still inside the period) and
+/// `+c × (1 − elapsed)` (they all came at its start, already out of it), so
+/// smaller sub-windows bound it more tightly, at the price of `n + 1` keys
+/// read per decision (all in the same round trip; a client holds up to
+/// `n + 2` counters, since each lives one second past its last read).
 ///
 /// ```
 /// use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, SlidingWindow};
