@@ -86,6 +86,7 @@
 pub mod algorithm;
 mod clock;
 mod decision;
+mod deny_cache;
 mod error;
 pub mod key;
 mod limiter;
@@ -98,6 +99,7 @@ pub use algorithm::{
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
+pub use deny_cache::DenyCache;
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
 pub use key::KeySpace;
 pub use limiter::{DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, MAX_DEADLINE};

@@ -75,6 +75,33 @@ pub trait RateLimiter: Send + Sync {
     async fn reset(&self, key: &[u8]) -> Result<(), Error>;
 }
 
+/// A boxed or shared limiter is a limiter, so decorators such as
+/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time.
+macro_rules! forward_rate_limiter {
+    ($($wrapper:ident),*) => {$(
+        #[async_trait]
+        impl<L: RateLimiter + ?Sized> RateLimiter for $wrapper<L> {
+            fn quota(&self) -> Quota {
+                (**self).quota()
+            }
+
+            fn clock(&self) -> &dyn Clock {
+                (**self).clock()
+            }
+
+            async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
+                (**self).check_at(key, cost, at).await
+            }
+
+            async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+                (**self).reset(key).await
+            }
+        }
+    )*};
+}
+
+forward_rate_limiter!(Box, Arc);
+
 /// Implements [`RateLimiter`] for a public algorithm type by handing every
 /// call to its `inner` engine.
 macro_rules! delegate_rate_limiter {

@@ -17,7 +17,7 @@
 //! algorithms retry their read and write when another writer got there
 //! first ([`CasPolicy`]).
 
-mod buckets;
+pub(crate) mod buckets;
 mod fixed_window;
 mod gcra;
 mod hybrid_quota;

@@ -1,0 +1,192 @@
+//! A local deny cache: a client known to be over its limit is denied in
+//! process until it could next be allowed, so a flood from one client costs
+//! no store round trips.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::algorithm::buckets::unix_nanos;
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::quota::Quota;
+use crate::RateLimiter;
+
+/// Wraps a limiter and remembers its denials.
+///
+/// When the store denies a request of cost `c` with `retry_after = r`, the
+/// same request from that client cannot be allowed before `r` has passed:
+/// other clients and other processes can only add to what the client is
+/// counted for. So until then requests of cost `c` from that client are
+/// denied here, without asking the store, with the `retry_after` and
+/// `reset_after` of the remembered denial counted down. Requests of another
+/// cost go to the store, since a cheaper one may fit earlier and a dearer
+/// one may have to wait longer (its answer then replaces the remembered
+/// one).
+///
+/// Costs and limits:
+/// - With denied requests refunded (the default), a single process gets
+///   exactly the answers the store would have given. Across processes a
+///   remembered denial can outlast the store's by a little: when another
+///   process's denied request had raised a window counter and refunded it
+///   just after, or when another process resets the client.
+/// - In strict mode ([`DeniedRequests::Counted`](crate::DeniedRequests)),
+///   requests denied here are not counted in the store, so a flooding
+///   client is held only until the remembered `retry_after`, as if it had
+///   paused.
+/// - [`reset`](RateLimiter::reset) clears the client here too, but only in
+///   this process; other processes keep their own caches until their
+///   entries run out.
+/// - At most `capacity` clients are remembered; when full, expired entries
+///   are dropped first and then, if still full, the new denial is simply
+///   not remembered.
+///
+/// ```
+/// use memcache_ratelimit::store::CountingStore;
+/// use memcache_ratelimit::{DenyCache, FixedWindow, ManualClock, MemoryStore, RateLimiter};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let clock = ManualClock::from_unix_secs(1_800_000_000);
+/// let store = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+/// let limiter = FixedWindow::builder("10/minute".parse()?, store.clone()).clock(clock).build()?;
+/// let limiter = DenyCache::new(limiter, 10_000);
+///
+/// for _ in 0..1_000 {
+///     limiter.check(b"flood").await?;
+/// }
+/// // 10 allowed, 1 denied by the store (with its refund): 12 round trips.
+/// assert_eq!(store.calls().round_trips(), 12);
+/// assert_eq!(limiter.hits(), 989);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct DenyCache<L> {
+    inner: L,
+    capacity: usize,
+    denials: Mutex<HashMap<Vec<u8>, Denial>>,
+    hits: std::sync::atomic::AtomicU64,
+}
+
+/// A remembered denial: a request of `cost` does not fit before `until`.
+#[derive(Debug, Clone, Copy)]
+struct Denial {
+    cost: u64,
+    at: i64,
+    until: i64,
+    decision: Decision,
+}
+
+impl<L: RateLimiter> DenyCache<L> {
+    /// Remembers the denials of `inner` for at most `capacity` clients.
+    pub fn new(inner: L, capacity: usize) -> Self {
+        Self {
+            inner,
+            capacity,
+            denials: Mutex::new(HashMap::new()),
+            hits: Default::default(),
+        }
+    }
+
+    /// The wrapped limiter.
+    pub fn inner(&self) -> &L {
+        &self.inner
+    }
+
+    /// How many decisions were answered here, without the store.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    // The map is only touched between awaits, never across one, so a std
+    // mutex is the right lock; a poisoned one only means a panic elsewhere.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, Denial>> {
+        self.denials
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn cached(&self, key: &[u8], cost: u64, now: i64) -> Option<Decision> {
+        let mut denials = self.lock();
+        let denial = *denials.get(key)?;
+        if now >= denial.until || now < denial.at {
+            denials.remove(key);
+            return None;
+        }
+        if cost != denial.cost {
+            return None;
+        }
+        let elapsed = Duration::from_nanos((now - denial.at) as u64);
+        let d = denial.decision;
+        Some(
+            Decision::denied(
+                d.limit(),
+                d.remaining(),
+                d.reset_after().saturating_sub(elapsed),
+                Duration::from_nanos((denial.until - now) as u64),
+            )
+            .with_used(d.used()),
+        )
+    }
+
+    fn remember(&self, key: &[u8], cost: u64, now: i64, decision: Decision) {
+        let Some(retry) = decision.retry_after() else {
+            return;
+        };
+        let until = now.saturating_add(i64::try_from(retry.as_nanos()).unwrap_or(i64::MAX));
+        let mut denials = self.lock();
+        if denials.len() >= self.capacity && !denials.contains_key(key) {
+            denials.retain(|_, denial| denial.until > now);
+            if denials.len() >= self.capacity {
+                return;
+            }
+        }
+        denials.insert(
+            key.to_vec(),
+            Denial {
+                cost,
+                at: now,
+                until,
+                decision,
+            },
+        );
+    }
+}
+
+#[async_trait]
+impl<L: RateLimiter> RateLimiter for DenyCache<L> {
+    fn quota(&self) -> Quota {
+        self.inner.quota()
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        self.inner.clock()
+    }
+
+    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
+        let now = unix_nanos(at)?;
+        if let Some(decision) = self.cached(key, cost, now) {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(decision);
+        }
+        let decision = self.inner.check_at(key, cost, at).await?;
+        if decision.is_denied() {
+            self.remember(key, cost, now, decision);
+        } else {
+            // The client just spent quota (a cheaper request got in), so a
+            // remembered denial may now end too early: forget it.
+            self.lock().remove(key);
+        }
+        Ok(decision)
+    }
+
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.lock().remove(key);
+        self.inner.reset(key).await
+    }
+}
