@@ -102,7 +102,10 @@ pub use decision::Decision;
 pub use deny_cache::DenyCache;
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
 pub use key::KeySpace;
-pub use limiter::{DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, MAX_DEADLINE};
+pub use limiter::{
+    DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
+    MAX_CLOCK_SKEW, MAX_DEADLINE,
+};
 pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
 pub use store::{MemcachedStore, MemoryStore};
 

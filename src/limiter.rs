@@ -19,6 +19,11 @@ use crate::store::Store;
 /// is better reported as a failure than left hanging for the client
 /// library's one-second timeout.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(100);
+/// The default bound on how far apart the clocks of the processes sharing a
+/// store are: hosts kept by NTP agree far better than this.
+pub const DEFAULT_MAX_CLOCK_SKEW: Duration = Duration::from_secs(1);
+/// The largest clock skew a limiter accepts.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
 /// The longest deadline a limiter accepts.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(60);
 
@@ -159,6 +164,7 @@ pub(crate) struct Settings {
     pub(crate) keys: KeySpace,
     pub(crate) deadline: Duration,
     pub(crate) denied: DeniedRequests,
+    pub(crate) max_clock_skew: Duration,
 }
 
 impl Settings {
@@ -225,6 +231,7 @@ pub struct LimiterBuilder<A> {
     namespace: String,
     deadline: Duration,
     denied: DeniedRequests,
+    max_clock_skew: Duration,
     pub(crate) algorithm: A,
 }
 
@@ -237,6 +244,7 @@ impl<A> LimiterBuilder<A> {
             namespace: KeySpace::default().namespace().to_owned(),
             deadline: DEFAULT_DEADLINE,
             denied: DeniedRequests::default(),
+            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
             algorithm,
         }
     }
@@ -265,6 +273,16 @@ impl<A> LimiterBuilder<A> {
     /// (`#[tokio::main]` and `Runtime::new` enable it).
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
+        self
+    }
+
+    /// How far apart the clocks of the processes sharing the store may be
+    /// (default [`DEFAULT_MAX_CLOCK_SKEW`], at most [`MAX_CLOCK_SKEW`]). A
+    /// window bucket that closed longer ago than this, plus the deadline,
+    /// can no longer change, so the sliding window reads it at most once
+    /// per client and then keeps it in process.
+    pub fn max_clock_skew(mut self, skew: Duration) -> Self {
+        self.max_clock_skew = skew;
         self
     }
 
@@ -301,6 +319,12 @@ impl<A> LimiterBuilder<A> {
                 format!("{:?} is outside (0, {MAX_DEADLINE:?}]", self.deadline),
             ));
         }
+        if self.max_clock_skew > MAX_CLOCK_SKEW {
+            return Err(ConfigError::new(
+                "max_clock_skew",
+                format!("{:?} is more than {MAX_CLOCK_SKEW:?}", self.max_clock_skew),
+            ));
+        }
         let settings = Settings {
             quota: self.quota,
             store: self.store,
@@ -308,6 +332,7 @@ impl<A> LimiterBuilder<A> {
             keys: KeySpace::new(self.namespace)?,
             deadline: self.deadline,
             denied: self.denied,
+            max_clock_skew: self.max_clock_skew,
         };
         Ok((settings, self.algorithm))
     }

@@ -41,7 +41,7 @@ use crate::store::Store;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct FixedWindow {
     inner: WindowCounter,
 }
@@ -70,7 +70,11 @@ impl LimiterBuilder<FixedWindowConfig> {
         let (settings, _) = self.into_settings()?;
         let buckets = Buckets::new(settings.quota.period(), 1, 0)?;
         Ok(FixedWindow {
-            inner: WindowCounter { settings, buckets },
+            inner: WindowCounter {
+                settings,
+                buckets,
+                sealed: None,
+            },
         })
     }
 }

@@ -22,6 +22,7 @@ mod fixed_window;
 mod gcra;
 mod hybrid_quota;
 mod optimistic;
+mod sealed;
 mod sliding_log;
 mod sliding_window;
 mod token_bucket;
@@ -33,5 +34,7 @@ pub use gcra::{Gcra, GcraConfig, Reservation};
 pub use hybrid_quota::{HybridQuota, HybridQuotaConfig};
 pub use optimistic::{CasPolicy, CasStats};
 pub use sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
-pub use sliding_window::{SlidingWindow, SlidingWindowConfig, MAX_SUB_WINDOWS};
+pub use sliding_window::{
+    SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS,
+};
 pub use token_bucket::{TokenBucket, TokenBucketConfig};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::buckets::Buckets;
+use super::sealed::SealedCache;
 use super::window::WindowCounter;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
@@ -66,7 +67,7 @@ pub const MAX_SUB_WINDOWS: u32 = 600;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SlidingWindow {
     inner: WindowCounter,
 }
@@ -75,12 +76,23 @@ pub struct SlidingWindow {
 #[derive(Debug, Clone, Copy)]
 pub struct SlidingWindowConfig {
     sub_windows: u32,
+    sealed_cache: usize,
 }
+
+/// How many sealed buckets a sliding window keeps by default.
+pub const DEFAULT_SEALED_CACHE: usize = 65_536;
 
 impl SlidingWindow {
     /// Starts building a sliding window enforcing `quota` on `store`.
     pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindowConfig> {
-        LimiterBuilder::new(quota, store, SlidingWindowConfig { sub_windows: 1 })
+        LimiterBuilder::new(
+            quota,
+            store,
+            SlidingWindowConfig {
+                sub_windows: 1,
+                sealed_cache: DEFAULT_SEALED_CACHE,
+            },
+        )
     }
 
     /// The number of sub-windows the period is split into.
@@ -104,6 +116,21 @@ impl LimiterBuilder<SlidingWindowConfig> {
         self
     }
 
+    /// How many sealed buckets to keep in process (default
+    /// [`DEFAULT_SEALED_CACHE`]; 0 turns the cache off). A bucket is sealed
+    /// once it closed longer ago than the allowed clock skew
+    /// ([`max_clock_skew`](LimiterBuilder::max_clock_skew)) plus the
+    /// deadline: no process can change it any more, so its count is read
+    /// once per client and kept until no decision reads it. In steady
+    /// state a decision is then one increment, whatever `n` is. Each entry
+    /// holds a key and a count, around 100 bytes. The cache assumes time
+    /// moves forward: replaying events out of order with
+    /// [`check_at`](crate::RateLimiter::check_at) wants it off.
+    pub fn sealed_cache(mut self, buckets: usize) -> Self {
+        self.algorithm.sealed_cache = buckets;
+        self
+    }
+
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<SlidingWindow, ConfigError> {
         let (settings, config) = self.into_settings()?;
@@ -115,8 +142,13 @@ impl LimiterBuilder<SlidingWindowConfig> {
             ));
         }
         let buckets = Buckets::new(settings.quota.period(), n, n)?;
+        let sealed = (config.sealed_cache > 0).then(|| SealedCache::new(config.sealed_cache));
         Ok(SlidingWindow {
-            inner: WindowCounter { settings, buckets },
+            inner: WindowCounter {
+                settings,
+                buckets,
+                sealed,
+            },
         })
     }
 }

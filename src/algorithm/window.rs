@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::{timeout, Instant};
 
 use super::buckets::{unix_nanos, Buckets};
+use super::sealed::SealedCache;
 use super::window_math::{admits, verdict};
 use crate::decision::Decision;
 use crate::error::Error;
@@ -16,10 +17,12 @@ use crate::key::ClientKey;
 use crate::limiter::{DeniedRequests, Settings};
 
 /// A limiter over time-bucketed counters.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WindowCounter {
     pub(crate) settings: Settings,
     pub(crate) buckets: Buckets,
+    /// Final counts of sealed buckets; `None` reads every bucket every time.
+    pub(crate) sealed: Option<SealedCache>,
 }
 
 impl WindowCounter {
@@ -53,14 +56,30 @@ impl WindowCounter {
         let limit = settings.quota.limit();
         let started = Instant::now();
 
+        // Older buckets whose final count is known locally are not read.
+        let mut counts = vec![0; older.len() + 1];
+        let mut reads = Vec::with_capacity(older.len());
+        let mut read_ages = Vec::with_capacity(older.len());
+        for (age, key) in (1..).zip(&older) {
+            match self.sealed.as_ref().and_then(|cache| cache.get(key, now)) {
+                Some(count) => counts[age] = count,
+                None => {
+                    reads.push(key.clone());
+                    read_ages.push(age);
+                }
+            }
+        }
         let increment = settings
             .store
-            .increment(&current, cost, self.buckets.ttl(), &older);
+            .increment(&current, cost, self.buckets.ttl(), &reads);
         let counters = settings.within_deadline(increment).await?;
 
-        let mut counts = Vec::with_capacity(older.len() + 1);
-        counts.push(counters.value);
-        counts.extend(counters.read.iter().map(|c| c.unwrap_or(0)));
+        counts[0] = counters.value;
+        for ((&age, key), count) in read_ages.iter().zip(&reads).zip(&counters.read) {
+            let count = count.unwrap_or(0);
+            counts[age] = count;
+            self.keep_if_sealed(key, age, count, now);
+        }
         let elapsed = self.buckets.elapsed_fraction(now);
         let allowed = admits(&counts, elapsed, limit);
 
@@ -75,6 +94,25 @@ impl WindowCounter {
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
         Ok(decision.with_used(v.used))
+    }
+
+    /// Keeps the count of the bucket `age` buckets before the one holding
+    /// `now` if it is sealed: closed longer ago than the allowed clock skew
+    /// plus the deadline (within which a refund can still land).
+    fn keep_if_sealed(&self, key: &[u8], age: usize, count: u64, now: i64) {
+        let Some(cache) = &self.sealed else {
+            return;
+        };
+        let index = self.buckets.index(now) - age as i64;
+        let settings = &self.settings;
+        let allowance = settings.max_clock_skew + settings.deadline;
+        let closed = self.buckets.start(index + 1);
+        if closed.saturating_add(allowance.as_nanos() as i64) > now {
+            return;
+        }
+        // The last decision that reads it is in the bucket `history` after.
+        let last_read = self.buckets.start(index + i64::from(self.buckets.history()) + 1);
+        cache.insert(key, count, last_read, now);
     }
 
     /// Gives a denied request's cost back. The denial stands whatever
@@ -94,6 +132,9 @@ impl WindowCounter {
         let settings = &self.settings;
         // Every bucket the estimate reads right now.
         let keys = self.keys_at(client, settings.clock.now())?;
+        if let Some(cache) = &self.sealed {
+            cache.remove(&keys);
+        }
         settings
             .within_deadline(settings.store.delete(&keys))
             .await?;
