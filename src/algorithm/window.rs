@@ -111,7 +111,9 @@ impl WindowCounter {
             return;
         }
         // The last decision that reads it is in the bucket `history` after.
-        let last_read = self.buckets.start(index + i64::from(self.buckets.history()) + 1);
+        let last_read = self
+            .buckets
+            .start(index + i64::from(self.buckets.history()) + 1);
         cache.insert(key, count, last_read, now);
     }
 
