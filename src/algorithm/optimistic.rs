@@ -7,22 +7,101 @@
 //! after a jittered, exponentially growing pause. When the attempts run out
 //! the answer is [`Error::Contention`]; a request is never admitted on
 //! state that another writer has already changed.
+//!
+//! # Local combining
+//!
+//! Requests for one key from one limiter never race each other. At most one
+//! read-modify-write per key is in flight; requests that arrive meanwhile
+//! queue, and when it finishes they are all decided together, as a
+//! **group**: one read, then each request decided in arrival order on the
+//! state the previous one left (each with its own cost, time, strictness
+//! and maximum delay), then one write of the final state. If nothing in the
+//! group changes the state (denials that take nothing), nothing is written.
+//! A conflicting write means another process (or another limiter on the
+//! same key) wrote first, and the whole group is decided again on fresh
+//! state, within the same attempts and backoff as a single request. The
+//! outcome is exactly that of the requests made one after another, in
+//! arrival order, so every algorithm stays exact; a hot key costs one read
+//! and one write per group instead of a storm of lost races.
+//!
+//! The group runs on its own spawned task, never inside a caller's future:
+//!
+//! - Why not let the first caller (a "leader") run it inline? A caller's
+//!   future can be dropped at any `.await` (its deadline, a `select!`, a
+//!   client hanging up). A leader dropped while its group's write is in
+//!   flight would leave the other members with no answer and no way to
+//!   know whether their requests were written; taking over and deciding
+//!   again could count them twice, and failing them punishes them for
+//!   someone else's deadline. A spawned task is dropped by nobody's
+//!   deadline: it finishes the group (bounded by the limiter's deadline and
+//!   the attempts) and hands every member its own answer.
+//! - A member that stops waiting (its deadline passed, or its future was
+//!   dropped) closes its channel. If that happens before its group's write
+//!   is sent, it is left out of the decision and nothing is counted for it.
+//!   If it happens after, the write carries its cost (if it was allowed, or
+//!   strict): its quota is spent although its caller never learns so, the
+//!   same "outcome unknown" as any request that times out after its write
+//!   was sent ([`Error::DeadlineExceeded`]). The others' decisions stand
+//!   either way: each was made on the state the ones before it left.
+//! - The bookkeeping is a `std::sync::Mutex<HashMap<key, queue>>`, held only
+//!   to push a request or take a group, never across an `.await`. A key is
+//!   in the map exactly while a task serves it: the request that finds the
+//!   key missing inserts it and spawns the task; the task removes the key,
+//!   under the same lock, when it finds the queue empty. So a request either
+//!   joins a queue that a live task will still take, or starts a new task:
+//!   none is lost, and none waits on a task that has gone.
+//! - The task removes its key *before* it hands out the last group's
+//!   answers, so once a caller has its answer no task of its runtime still
+//!   holds the key: a runtime that stops being driven after its last
+//!   decision (a `block_on` that returned) does not leave the key stuck for
+//!   callers on another runtime. (A limiter shared by several runtimes at
+//!   once still needs a runtime to keep running while a key's task it
+//!   started has work; a multi-thread runtime always does. A request stuck
+//!   otherwise ends at its deadline.)
+//! - If the task stops abnormally (a panic, or its runtime shutting down),
+//!   a guard removes the key and drops the queued requests' channels: they
+//!   get an error at once rather than waiting out their deadlines, and the
+//!   next request starts a fresh task.
+//! - A group holds at most `MAX_GROUP` (1,024) requests, so one
+//!   read-decide-write stays bounded however hot the key; the rest wait
+//!   for the next group.
+//!
+//! The price is a task spawn each time a key goes from idle to busy (so
+//! once per request when requests for a key never overlap) and a channel
+//! per request, small beside a round trip to memcached; an idle key costs
+//! nothing (it is not in the map).
+//!
+//! Combining is per limiter and per key; limiters in other processes (or
+//! another limiter object in this one) on the same key still race, through
+//! the compare-and-swap, as before.
 
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rand::Rng;
+use tokio::sync::oneshot;
 
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::limiter::{DeniedRequests, Settings};
-use crate::store::{PutCondition, PutOutcome};
+use crate::store::{PutCondition, PutOutcome, Store};
+
+/// The most requests decided in one group: one read, up to this many
+/// decisions, one write. More waiting requests go to the next group.
+pub(crate) const MAX_GROUP: usize = 1_024;
 
 /// How hard a compare-and-swap algorithm tries before giving up.
+///
+/// Requests for one key that overlap in one limiter are decided together,
+/// one read and one write for the group, so they never race each other;
+/// the attempts and pauses are spent only on writes that lose to another
+/// process. A group that runs out of attempts fails every one of its
+/// requests with [`Error::Contention`].
 ///
 /// ```
 /// use memcache_ratelimit::{CasPolicy, MemoryStore, TokenBucket};
@@ -69,7 +148,7 @@ impl CasPolicy {
         })
     }
 
-    /// The most attempts per decision.
+    /// The most attempts per decision (per group of combined decisions).
     pub fn attempts(&self) -> u32 {
         self.attempts
     }
@@ -100,40 +179,67 @@ impl Default for CasPolicy {
 }
 
 /// What a compare-and-swap limiter has been through, since it was built.
+///
+/// Requests for one key that overlap in time are decided together, as a
+/// group with one read and one write (see [`CasPolicy`]); `attempts`,
+/// `conflicts` and `retries` count those shared read-decide-write attempts,
+/// while `decisions`, `exhausted` and `combined` count requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CasStats {
-    /// Decisions asked for.
+    /// Decisions asked for: every request, alone or in a group.
     pub decisions: u64,
-    /// Read-decide-write attempts made.
+    /// Read-decide-write attempts made, one per group attempt: the requests
+    /// of a group share one read and one write.
     pub attempts: u64,
-    /// Writes that lost the race to another writer.
+    /// Writes that lost the race to another writer. Requests of one limiter
+    /// never race each other, so these are writes from other processes, or
+    /// other limiters on the same key.
     pub conflicts: u64,
     /// Attempts made again after a conflict.
     pub retries: u64,
-    /// Decisions that ran out of attempts ([`Error::Contention`]).
+    /// Requests that ran out of attempts ([`Error::Contention`]); every
+    /// member of a group that ran out counts.
     pub exhausted: u64,
     /// Stored values that could not be read as this algorithm's state and
     /// were replaced.
     pub replaced: u64,
+    /// Requests decided in a group with at least one other request, sharing
+    /// its read and write instead of racing it. Zero when requests for a
+    /// key never overlap.
+    pub combined: u64,
 }
 
+/// The counters behind [`CasStats`], by index.
+const DECISIONS: usize = 0;
+const ATTEMPTS: usize = 1;
+const CONFLICTS: usize = 2;
+const RETRIES: usize = 3;
+const EXHAUSTED: usize = 4;
+const REPLACED: usize = 5;
+const COMBINED: usize = 6;
+
 #[derive(Debug, Default)]
-struct Counters([AtomicU64; 6]);
+struct Counters([AtomicU64; 7]);
 
 impl Counters {
     fn bump(&self, index: usize) {
-        self.0[index].fetch_add(1, Ordering::Relaxed);
+        self.add(index, 1);
+    }
+
+    fn add(&self, index: usize, n: usize) {
+        self.0[index].fetch_add(n as u64, Ordering::Relaxed);
     }
 
     fn snapshot(&self) -> CasStats {
         let n = |i: usize| self.0[i].load(Ordering::Relaxed);
         CasStats {
-            decisions: n(0),
-            attempts: n(1),
-            conflicts: n(2),
-            retries: n(3),
-            exhausted: n(4),
-            replaced: n(5),
+            decisions: n(DECISIONS),
+            attempts: n(ATTEMPTS),
+            conflicts: n(CONFLICTS),
+            retries: n(RETRIES),
+            exhausted: n(EXHAUSTED),
+            replaced: n(REPLACED),
+            combined: n(COMBINED),
         }
     }
 }
@@ -162,8 +268,11 @@ pub(crate) struct Step<S> {
 
 /// The arithmetic of one compare-and-swap algorithm: a pure function from
 /// the stored state, the time and the request to a decision and a new state.
-pub(crate) trait CasCore: Send + Sync + fmt::Debug {
-    type State;
+///
+/// `'static` and a `Send` state because groups are decided on a spawned
+/// task (see the module documentation).
+pub(crate) trait CasCore: Send + Sync + fmt::Debug + 'static {
+    type State: Send;
 
     /// The most cost units one request may ask for.
     fn capacity(&self) -> u64;
@@ -176,27 +285,96 @@ pub(crate) trait CasCore: Send + Sync + fmt::Debug {
     fn decide(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State>;
 }
 
+/// What one request gets back: its decision and how long to wait.
+type Answer = Result<(Decision, Duration), Error>;
+
+/// A request waiting for its group.
+#[derive(Debug)]
+struct Waiter {
+    ask: Ask,
+    reply: oneshot::Sender<Answer>,
+}
+
+/// Why a whole group got no decision. `Error` is not `Clone`, so each
+/// member gets its own copy made from this.
+enum Failure {
+    Store(StoreError),
+    Contention(u32),
+}
+
+impl Failure {
+    fn error(&self) -> Error {
+        match self {
+            Failure::Store(error) => Error::Store(error.clone()),
+            Failure::Contention(attempts) => Error::Contention {
+                attempts: *attempts,
+            },
+        }
+    }
+}
+
+/// The queues of requests waiting per key. A key is present exactly while
+/// a task serves it.
+#[derive(Default)]
+struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>>>);
+
+impl Queues {
+    /// The map. The lock is only ever held for a push, a take or a removal,
+    /// none of which can panic midway, so a poisoned lock still holds a
+    /// consistent map and is used as is.
+    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for Queues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queues")
+            .field("keys_in_flight", &self.lock().len())
+            .finish()
+    }
+}
+
+/// Everything a group's task needs, shared with the limiter.
+#[derive(Debug)]
+struct Engine<C> {
+    store: Arc<dyn Store>,
+    core: Arc<C>,
+    policy: CasPolicy,
+    /// The limiter's deadline, which also bounds one group.
+    deadline: Duration,
+    counters: Counters,
+    queues: Queues,
+}
+
 /// A limiter running a [`CasCore`] through the optimistic loop.
 #[derive(Debug)]
 pub(crate) struct CasLimiter<C> {
     pub(crate) settings: Settings,
-    pub(crate) core: C,
-    policy: CasPolicy,
-    counters: Arc<Counters>,
+    pub(crate) core: Arc<C>,
+    engine: Arc<Engine<C>>,
 }
 
 impl<C: CasCore> CasLimiter<C> {
     pub(crate) fn new(settings: Settings, core: C, policy: CasPolicy) -> Self {
+        let core = Arc::new(core);
+        let engine = Arc::new(Engine {
+            store: settings.store.clone(),
+            core: core.clone(),
+            policy,
+            deadline: settings.deadline,
+            counters: Counters::default(),
+            queues: Queues::default(),
+        });
         Self {
             settings,
             core,
-            policy,
-            counters: Arc::default(),
+            engine,
         }
     }
 
     pub(crate) fn stats(&self) -> CasStats {
-        self.counters.snapshot()
+        self.engine.counters.snapshot()
     }
 
     /// The one key holding `client`'s state.
@@ -218,6 +396,12 @@ impl<C: CasCore> CasLimiter<C> {
 
     /// Decides a request that may wait up to `max_delay`; returns the
     /// decision and how long to wait.
+    ///
+    /// The deadline covers the whole wait: for the group in flight, then
+    /// for this request's own group. Past it the caller gets
+    /// [`Error::DeadlineExceeded`]; the request is then left out of its
+    /// group if the group's write has not been sent yet, and otherwise may
+    /// have been counted.
     pub(crate) async fn step(
         &self,
         client: &[u8],
@@ -234,54 +418,12 @@ impl<C: CasCore> CasLimiter<C> {
             max_delay,
         };
         let key = self.key(client);
-        self.counters.bump(0);
-        settings.within_deadline(self.run(&key, ask)).await
-    }
-
-    async fn run(&self, key: &[u8], ask: Ask) -> Result<(Decision, Duration), Error> {
-        let store = &self.settings.store;
-        for attempt in 1..=self.policy.attempts {
-            self.counters.bump(1);
-            let current = store.get(key).await?;
-            let (state, condition) = match &current {
-                None => (None, PutCondition::Absent),
-                Some(stored) => {
-                    let state = self.core.decode(&stored.value);
-                    if state.is_none() {
-                        self.counters.bump(5);
-                        tracing::warn!(
-                            key = %String::from_utf8_lossy(key),
-                            "stored value is not this limiter's state; replacing it"
-                        );
-                    }
-                    (state, PutCondition::Version(stored.version))
-                }
-            };
-            let step = self.core.decide(state.as_ref(), ask);
-            let Some((next, ttl)) = step.write else {
-                return Ok((step.decision, step.delay));
-            };
-            let value = self.core.encode(&next);
-            match store.put(key, &value, ttl, condition).await? {
-                PutOutcome::Stored => return Ok((step.decision, step.delay)),
-                PutOutcome::Conflict => {
-                    self.counters.bump(2);
-                    if attempt < self.policy.attempts {
-                        self.counters.bump(3);
-                        tracing::trace!(attempt, "compare-and-swap conflict; retrying");
-                        tokio::time::sleep(self.policy.backoff(attempt)).await;
-                    }
-                }
-            }
-        }
-        self.counters.bump(4);
-        tracing::debug!(
-            attempts = self.policy.attempts,
-            "compare-and-swap attempts exhausted"
-        );
-        Err(Error::Contention {
-            attempts: self.policy.attempts,
-        })
+        self.engine.counters.bump(DECISIONS);
+        // `within_deadline` creates its timer before `submit` first runs, so
+        // a missing tokio runtime panics there, before any key is claimed.
+        settings
+            .within_deadline(Engine::submit(&self.engine, key, ask))
+            .await
     }
 
     pub(crate) async fn reset(&self, client: &[u8]) -> Result<(), Error> {
@@ -294,6 +436,235 @@ impl<C: CasCore> CasLimiter<C> {
     }
 }
 
+impl<C: CasCore> Engine<C> {
+    /// Queues one request for `key` and waits for its answer, starting the
+    /// key's task if none serves it.
+    async fn submit(engine: &Arc<Self>, key: Vec<u8>, ask: Ask) -> Answer {
+        let (reply, answer) = oneshot::channel();
+        let waiter = Waiter { ask, reply };
+        let idle = {
+            let mut queues = engine.queues.lock();
+            match queues.get_mut(&key) {
+                Some(queue) => {
+                    queue.push_back(waiter);
+                    false
+                }
+                None => {
+                    queues.insert(key.clone(), VecDeque::from([waiter]));
+                    true
+                }
+            }
+        };
+        // No `.await` between claiming the key and spawning its task, so a
+        // caller dropped here cannot leave the key claimed with no task.
+        if idle {
+            tokio::spawn(Arc::clone(engine).serve(key));
+        }
+        match answer.await {
+            Ok(answer) => answer,
+            // The task ended without answering: it panicked, or its runtime
+            // is shutting down. The request may have been written.
+            Err(_) => Err(Error::Store(
+                StoreError::new(
+                    StoreErrorKind::Io,
+                    "the compare-and-swap task for this key stopped before answering",
+                )
+                .ambiguous(),
+            )),
+        }
+    }
+
+    /// The key's task: decides groups until its queue is empty.
+    async fn serve(self: Arc<Self>, key: Vec<u8>) {
+        let mut release = Release {
+            queues: &self.queues,
+            key: &key,
+            armed: true,
+        };
+        let Some(mut group) = self.take_group(&key) else {
+            release.armed = false;
+            return;
+        };
+        loop {
+            // One group at most the deadline: by then every member, having
+            // arrived before the group started, has given up waiting.
+            let outcome = tokio::time::timeout(self.deadline, self.decide(&key, &mut group)).await;
+            // Take the next group, or let go of the key, before answering
+            // this one (see the module documentation for why).
+            let next = self.take_group(&key);
+            if next.is_none() {
+                release.armed = false;
+            }
+            self.answer(group, outcome);
+            match next {
+                Some(waiting) => group = waiting,
+                None => return,
+            }
+        }
+    }
+
+    /// The next group for `key`: up to [`MAX_GROUP`] queued requests, in
+    /// arrival order. With none queued, the key is let go, under the same
+    /// lock, so a request arriving next starts a new task.
+    fn take_group(&self, key: &[u8]) -> Option<Vec<Waiter>> {
+        let mut queues = self.queues.lock();
+        let queue = queues.get_mut(key)?;
+        if queue.is_empty() {
+            queues.remove(key);
+            return None;
+        }
+        let size = queue.len().min(MAX_GROUP);
+        Some(queue.drain(..size).collect())
+    }
+
+    /// Hands every member of a finished group its own answer. A member that
+    /// stopped waiting has dropped its receiver; its answer is dropped too.
+    fn answer(
+        &self,
+        group: Vec<Waiter>,
+        outcome: Result<Result<Vec<(Decision, Duration)>, Failure>, tokio::time::error::Elapsed>,
+    ) {
+        match outcome {
+            Ok(Ok(decided)) => {
+                for (waiter, decision) in group.into_iter().zip(decided) {
+                    let _ = waiter.reply.send(Ok(decision));
+                }
+            }
+            Ok(Err(failure)) => {
+                for waiter in group {
+                    let _ = waiter.reply.send(Err(failure.error()));
+                }
+            }
+            Err(_) => {
+                for waiter in group {
+                    let _ = waiter
+                        .reply
+                        .send(Err(Error::DeadlineExceeded(self.deadline)));
+                }
+            }
+        }
+    }
+
+    /// The optimistic loop for one group: read, decide every member in
+    /// order, write the final state once; on a conflict, all again on
+    /// fresh state. Returns one decision per member of `group` as it is on
+    /// return: members that stopped waiting are dropped before each read,
+    /// and again before deciding, so none is written for after it left.
+    async fn decide(
+        &self,
+        key: &[u8],
+        group: &mut Vec<Waiter>,
+    ) -> Result<Vec<(Decision, Duration)>, Failure> {
+        let attempts = self.policy.attempts;
+        for attempt in 1..=attempts {
+            // Nobody waits for these any more, and nothing was written for
+            // them yet: leave them out, so they cost nothing.
+            group.retain(|waiter| !waiter.reply.is_closed());
+            if group.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.counters.bump(ATTEMPTS);
+            let current = self.store.get(key).await.map_err(Failure::Store)?;
+            // Again for those who gave up during the read: from here to the
+            // write there is no `.await`, so a member is counted exactly when
+            // it was still waiting as the write was sent.
+            group.retain(|waiter| !waiter.reply.is_closed());
+            if group.is_empty() {
+                return Ok(Vec::new());
+            }
+            let (mut state, condition) = match &current {
+                None => (None, PutCondition::Absent),
+                Some(stored) => {
+                    let state = self.core.decode(&stored.value);
+                    if state.is_none() {
+                        self.counters.bump(REPLACED);
+                        tracing::warn!(
+                            key = %String::from_utf8_lossy(key),
+                            "stored value is not this limiter's state; replacing it"
+                        );
+                    }
+                    (state, PutCondition::Version(stored.version))
+                }
+            };
+            // Each member on the state the one before it left, exactly as
+            // if they had come one after another. The last write's lifetime
+            // is the final state's.
+            let mut ttl = None;
+            let mut decided = Vec::with_capacity(group.len());
+            for waiter in group.iter() {
+                let step = self.core.decide(state.as_ref(), waiter.ask);
+                if let Some((next, lifetime)) = step.write {
+                    state = Some(next);
+                    ttl = Some(lifetime);
+                }
+                decided.push((step.decision, step.delay));
+            }
+            let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
+                // Nothing changed: nothing to write, nothing to lose.
+                return Ok(self.combined(decided));
+            };
+            let value = self.core.encode(last);
+            match self
+                .store
+                .put(key, &value, ttl, condition)
+                .await
+                .map_err(Failure::Store)?
+            {
+                PutOutcome::Stored => return Ok(self.combined(decided)),
+                PutOutcome::Conflict => {
+                    self.counters.bump(CONFLICTS);
+                    if attempt < attempts {
+                        self.counters.bump(RETRIES);
+                        tracing::trace!(
+                            attempt,
+                            group = group.len(),
+                            "compare-and-swap conflict; retrying"
+                        );
+                        tokio::time::sleep(self.policy.backoff(attempt)).await;
+                    }
+                }
+            }
+        }
+        self.counters.add(EXHAUSTED, group.len());
+        tracing::debug!(
+            attempts,
+            group = group.len(),
+            "compare-and-swap attempts exhausted"
+        );
+        Err(Failure::Contention(attempts))
+    }
+
+    /// Counts a group's decisions as combined when it had more than one.
+    fn combined(&self, decided: Vec<(Decision, Duration)>) -> Vec<(Decision, Duration)> {
+        if decided.len() > 1 {
+            self.counters.add(COMBINED, decided.len());
+        }
+        decided
+    }
+}
+
+/// Lets go of a key if its task stops without doing so itself: a panic in
+/// the core or the store, or the runtime dropping the task at shutdown.
+/// Removing the key drops the queued requests' senders, so they fail at once
+/// instead of waiting out their deadlines for a task that is gone, and the
+/// next request for the key starts a new task.
+struct Release<'a> {
+    queues: &'a Queues,
+    key: &'a [u8],
+    armed: bool,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let abandoned = self.queues.lock().remove(self.key);
+            // Dropped outside the lock: dropping a sender wakes its
+            // receiver.
+            drop(abandoned);
+        }
+    }
+}
+
 /// A key suffix naming an algorithm and its parameters: `<tag>-<hash>`,
 /// where the hash is XXH3 of the parameters' canonical text.
 pub(crate) fn parameter_suffix(tag: &str, parameters: &str) -> String {
@@ -301,4 +672,135 @@ pub(crate) fn parameter_suffix(tag: &str, parameters: &str) -> String {
         "{tag}-{:016x}",
         xxhash_rust::xxh3::xxh3_64(parameters.as_bytes())
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limiter::LimiterBuilder;
+    use crate::MemoryStore;
+
+    /// A counter up to `limit`; a cost of `PANIC` panics, as a buggy core
+    /// would.
+    #[derive(Debug)]
+    struct Count {
+        limit: u64,
+    }
+
+    const PANIC: u64 = 999;
+
+    impl CasCore for Count {
+        type State = u64;
+
+        fn capacity(&self) -> u64 {
+            1_000
+        }
+
+        fn suffix(&self) -> &str {
+            "count"
+        }
+
+        fn encode(&self, used: &u64) -> Vec<u8> {
+            used.to_string().into_bytes()
+        }
+
+        fn decode(&self, bytes: &[u8]) -> Option<u64> {
+            std::str::from_utf8(bytes).ok()?.parse().ok()
+        }
+
+        fn decide(&self, state: Option<&u64>, ask: Ask) -> Step<u64> {
+            assert_ne!(ask.cost, PANIC, "a core bug");
+            let used = state.copied().unwrap_or(0);
+            let allowed = used + ask.cost <= self.limit;
+            let after = if allowed { used + ask.cost } else { used };
+            let remaining = self.limit.saturating_sub(after);
+            let minute = Duration::from_secs(60);
+            Step {
+                decision: if allowed {
+                    Decision::allowed(self.limit, remaining, minute)
+                } else {
+                    Decision::denied(self.limit, remaining, minute, minute)
+                },
+                delay: Duration::ZERO,
+                write: allowed.then_some((after, minute)),
+            }
+        }
+    }
+
+    fn limiter(limit: u64) -> Arc<CasLimiter<Count>> {
+        // Through the builder, so the test follows whatever settings exist.
+        let (settings, ()) = LimiterBuilder::new(
+            "10/minute".parse().unwrap(),
+            Arc::new(MemoryStore::new()),
+            (),
+        )
+        .deadline(Duration::from_secs(10))
+        .into_settings()
+        .unwrap();
+        Arc::new(CasLimiter::new(
+            settings,
+            Count { limit },
+            CasPolicy::default(),
+        ))
+    }
+
+    fn keys_in_flight(limiter: &CasLimiter<Count>) -> usize {
+        limiter.engine.queues.lock().len()
+    }
+
+    /// Spawns `costs.len()` requests for one client, in order, and returns
+    /// their answers in the same order. On a current-thread runtime they all
+    /// queue before the key's task first runs.
+    async fn burst(limiter: &Arc<CasLimiter<Count>>, costs: &[u64]) -> Vec<Answer> {
+        let tasks: Vec<_> = costs
+            .iter()
+            .map(|&cost| {
+                let limiter = limiter.clone();
+                tokio::spawn(
+                    async move { limiter.step(b"c", cost, Utc::now(), Duration::ZERO).await },
+                )
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        answers
+    }
+
+    #[tokio::test]
+    async fn a_group_is_capped_and_the_key_is_let_go_when_idle() {
+        let limiter = limiter(1_000);
+        let answers = burst(&limiter, &[1; 1_500]).await;
+        let allowed = answers
+            .iter()
+            .filter(|a| a.as_ref().unwrap().0.is_allowed())
+            .count();
+        assert_eq!(allowed, 1_000);
+        let stats = limiter.stats();
+        // 1,024 then 476: two reads, two writes.
+        assert_eq!((stats.decisions, stats.attempts), (1_500, 2));
+        assert_eq!(stats.combined, 1_500);
+        assert_eq!(keys_in_flight(&limiter), 0);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_group_fails_its_members_and_frees_the_key() {
+        let limiter = limiter(10);
+        let answers = burst(&limiter, &[1, PANIC, 1]).await;
+        for answer in &answers {
+            assert!(
+                matches!(answer, Err(Error::Store(e)) if e.is_ambiguous()),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(keys_in_flight(&limiter), 0);
+        // Nothing was written; the key works again.
+        let (decision, _) = limiter
+            .step(b"c", 3, Utc::now(), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(decision.remaining(), 7);
+        assert_eq!(keys_in_flight(&limiter), 0);
+    }
 }
