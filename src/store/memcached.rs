@@ -9,15 +9,20 @@ use memcache::exp::{
     Op, OpResult, Set, Ttl,
 };
 
+use super::pipeline::{Pipeline, PipelineStats};
 use super::router::ClientRouter;
 use super::{
     check_key, check_value, parse_counter, ttl_secs, Counters, PutCondition, PutOutcome, Store,
     Versioned,
 };
 use crate::error::{StoreError, StoreErrorKind};
+use crate::key::routing_prefix;
 
 /// Relative TTLs above this are read by memcached as unix timestamps.
 const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
+
+/// Pipelined batches in flight per server, by default.
+const DEFAULT_PIPELINE_DEPTH: usize = 4;
 
 /// A memcached server or fleet, spoken to with the meta protocol.
 ///
@@ -26,6 +31,16 @@ const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
 /// that server. Connections are pooled per server and dialed lazily: a
 /// server that is down shows up as an error on the calls placed on it, and
 /// the clients placed elsewhere are not affected.
+///
+/// **Auto-pipelining** (on by default, see
+/// [`MemcachedStoreBuilder::pipelining`]): calls in flight at the same
+/// moment toward one server share one batch, one round trip on one
+/// connection, so throughput under concurrency is not bounded by one
+/// connection per call. A call that finds the server idle goes out at once
+/// from its own task, so a lone call is as fast as without pipelining.
+/// Each call keeps its own results and errors, and a written operation is
+/// never retried. [`MemcachedStore::pipeline_stats`] counts the batches.
+/// Pipelining spawns tasks on the caller's tokio runtime while calls queue.
 ///
 /// ```no_run
 /// use memcache_ratelimit::store::MemcachedStore;
@@ -45,6 +60,8 @@ const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
 pub struct MemcachedStore {
     client: AsyncMetaClient,
     servers: Vec<String>,
+    /// `None` when pipelining is off.
+    pipeline: Option<Pipeline>,
 }
 
 /// Configures a [`MemcachedStore`].
@@ -55,6 +72,8 @@ pub struct MemcachedStoreBuilder {
     io_timeout: Duration,
     max_idle: usize,
     max_connections: Option<usize>,
+    pipelining: bool,
+    pipeline_depth: usize,
 }
 
 impl Default for MemcachedStoreBuilder {
@@ -65,6 +84,8 @@ impl Default for MemcachedStoreBuilder {
             io_timeout: Duration::from_millis(500),
             max_idle: 64,
             max_connections: None,
+            pipelining: true,
+            pipeline_depth: DEFAULT_PIPELINE_DEPTH,
         }
     }
 }
@@ -113,6 +134,26 @@ impl MemcachedStoreBuilder {
         self
     }
 
+    /// Whether calls in flight at the same moment toward one server share
+    /// pipelined batches (default on). Off, every call is its own exchange
+    /// on its own pooled connection.
+    #[must_use]
+    pub fn pipelining(mut self, enabled: bool) -> Self {
+        self.pipelining = enabled;
+        self
+    }
+
+    /// With pipelining, how many batches may be in flight per server at
+    /// once (default 4, at most [`max_connections`](Self::max_connections)).
+    /// Up to this many concurrent calls each go out at once on their own
+    /// connection; beyond it, calls wait for a batch to finish and go out
+    /// together in the next one.
+    #[must_use]
+    pub fn pipeline_depth(mut self, batches: usize) -> Self {
+        self.pipeline_depth = batches;
+        self
+    }
+
     /// Validates the configuration and resolves the addresses. Nothing is
     /// dialed yet; see [`MemcachedStore::ping`].
     pub async fn build(self) -> Result<MemcachedStore, StoreError> {
@@ -130,6 +171,9 @@ impl MemcachedStoreBuilder {
         }
         if self.max_connections == Some(0) {
             return Err(config("max_connections must be at least 1".into()));
+        }
+        if self.pipeline_depth == 0 {
+            return Err(config("pipeline_depth must be at least 1".into()));
         }
         let mut seen = std::collections::HashSet::new();
         for server in &self.servers {
@@ -151,9 +195,16 @@ impl MemcachedStoreBuilder {
                     format!("cannot resolve {:?}: {error}", self.servers),
                 )
             })?;
+        let pipeline = self.pipelining.then(|| {
+            let depth = self
+                .pipeline_depth
+                .min(self.max_connections.unwrap_or(usize::MAX));
+            Pipeline::new(client.clone(), self.servers.clone(), depth)
+        });
         Ok(MemcachedStore {
             client,
             servers: self.servers,
+            pipeline,
         })
     }
 }
@@ -185,17 +236,76 @@ impl MemcachedStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         self.client.noop().await.map_err(to_store_error)
     }
+
+    /// Whether calls are auto-pipelined.
+    pub fn is_pipelining(&self) -> bool {
+        self.pipeline.is_some()
+    }
+
+    /// What the pipeline has sent so far, summed over servers and shared by
+    /// clones of this store; all zero when pipelining is off.
+    pub fn pipeline_stats(&self) -> PipelineStats {
+        self.pipeline
+            .as_ref()
+            .map(Pipeline::stats)
+            .unwrap_or_default()
+    }
+
+    /// The server index of a call on `first` and `rest`, if they all live
+    /// on one server (keys sharing a routing prefix always do).
+    fn lane(&self, first: &[u8], rest: &[Vec<u8>]) -> Option<usize> {
+        if self.servers.len() == 1 {
+            return Some(0);
+        }
+        let prefix = routing_prefix(first);
+        let home = ClientRouter::place(first, &self.servers);
+        rest.iter()
+            .all(|key| {
+                routing_prefix(key) == prefix || ClientRouter::place(key, &self.servers) == home
+            })
+            .then_some(home)
+    }
+
+    /// Runs `ops` (on the keys `first` and `rest`) in one round trip: in
+    /// the pipeline when they share a server, directly otherwise. One
+    /// result per operation, in order.
+    async fn exchange(
+        &self,
+        first: &[u8],
+        rest: &[Vec<u8>],
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpResult, McError>>, StoreError> {
+        let expected = ops.len();
+        let writes = ops.iter().any(|op| !matches!(op, Op::Get(_)));
+        let lane = self
+            .pipeline
+            .as_ref()
+            .and_then(|pipeline| Some((pipeline, self.lane(first, rest)?)));
+        let results = match lane {
+            Some((pipeline, lane)) => pipeline.run(lane, ops).await?,
+            None => self.client.run_batch(ops).await.map_err(to_store_error)?,
+        };
+        if results.len() != expected {
+            let error = StoreError::new(
+                StoreErrorKind::Protocol,
+                format!("{} results for {expected} operations", results.len()),
+            );
+            return Err(if writes { error.ambiguous() } else { error });
+        }
+        Ok(results)
+    }
 }
 
 impl fmt::Debug for MemcachedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemcachedStore")
             .field("servers", &self.servers)
+            .field("pipelining", &self.is_pipelining())
             .finish()
     }
 }
 
-fn to_store_error(error: McError) -> StoreError {
+pub(super) fn to_store_error(error: McError) -> StoreError {
     let error_kind = kind(&error);
     let store_error = StoreError::new(error_kind, error.to_string());
     if error.is_ambiguous() {
@@ -244,6 +354,22 @@ fn counter_from(key: &[u8], result: OpResult) -> Result<Option<u64>, StoreError>
     }
 }
 
+/// The one result of a single-operation exchange.
+fn only(results: Vec<Result<OpResult, McError>>) -> Result<OpResult, StoreError> {
+    results
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "no result"))?
+        .map_err(to_store_error)
+}
+
+fn out_of_kind(what: &str) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Protocol,
+        format!("{what} answered out of kind"),
+    )
+}
+
 #[async_trait]
 impl Store for MemcachedStore {
     async fn increment(
@@ -261,13 +387,9 @@ impl Store for MemcachedStore {
             .delta(delta)
             .initial(delta, wire_ttl(ttl));
         let operations = std::iter::once(Op::from(increment))
-            .chain(also_read.iter().map(|k| Op::from(Get::new(k))));
-        let mut results = self
-            .client
-            .run_batch(operations)
-            .await
-            .map_err(to_store_error)?
-            .into_iter();
+            .chain(also_read.iter().map(|k| Op::from(Get::new(k))))
+            .collect();
+        let mut results = self.exchange(key, also_read, operations).await?.into_iter();
         let value = match results.next() {
             Some(Ok(OpResult::Arithmetic(result))) => result.value.ok_or_else(|| {
                 StoreError::new(
@@ -279,31 +401,31 @@ impl Store for MemcachedStore {
                 )
                 .ambiguous()
             })?,
-            Some(Ok(_)) | None => {
-                return Err(StoreError::new(
-                    StoreErrorKind::Protocol,
-                    "increment answered out of kind",
-                ))
-            }
+            Some(Ok(_)) | None => return Err(out_of_kind("increment")),
             Some(Err(error)) => return Err(to_store_error(error)),
         };
+        // The increment has landed: a read failing now must not pass for
+        // a call that did nothing, or a caller might repeat it.
         let read = also_read
             .iter()
             .zip(results)
-            .map(|(k, result)| counter_from(k, result.map_err(to_store_error)?))
+            .map(|(k, result)| {
+                result
+                    .map_err(to_store_error)
+                    .and_then(|result| counter_from(k, result))
+                    .map_err(StoreError::ambiguous)
+            })
             .collect::<Result<_, _>>()?;
         Ok(Counters { value, read })
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
         check_key(key)?;
-        let result = self
-            .client
-            .decrement(key)
-            .delta(delta)
-            .send()
-            .await
-            .map_err(to_store_error)?;
+        let decrement = Arithmetic::new(key).decrement().delta(delta);
+        let results = self.exchange(key, &[], vec![decrement.into()]).await?;
+        let OpResult::Arithmetic(result) = only(results)? else {
+            return Err(out_of_kind("decrement").ambiguous());
+        };
         Ok(match result.status {
             MutationStatus::NotFound => None,
             _ => result.value,
@@ -311,17 +433,14 @@ impl Store for MemcachedStore {
     }
 
     async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        if keys.is_empty() {
+        let Some((first, rest)) = keys.split_first() else {
             return Ok(Vec::new());
-        }
+        };
         for key in keys {
             check_key(key)?;
         }
-        let results = self
-            .client
-            .run_batch(keys.iter().map(|k| Op::from(Get::new(k))))
-            .await
-            .map_err(to_store_error)?;
+        let operations = keys.iter().map(|k| Op::from(Get::new(k))).collect();
+        let results = self.exchange(first, rest, operations).await?;
         keys.iter()
             .zip(results)
             .map(|(k, result)| counter_from(k, result.map_err(to_store_error)?))
@@ -330,11 +449,11 @@ impl Store for MemcachedStore {
 
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         check_key(key)?;
-        let result = self
-            .client
-            .run(Get::new(key).meta(Meta::NONE.cas()))
-            .await
-            .map_err(to_store_error)?;
+        let read = Get::new(key).meta(Meta::NONE.cas());
+        let results = self.exchange(key, &[], vec![read.into()]).await?;
+        let OpResult::Get(result) = only(results)? else {
+            return Err(out_of_kind("read"));
+        };
         if result.status != GetStatus::Hit {
             return Ok(None);
         }
@@ -363,7 +482,10 @@ impl Store for MemcachedStore {
             PutCondition::Absent => set.add(),
             PutCondition::Version(version) => set.compare_cas(version),
         };
-        let result = self.client.run(set).await.map_err(to_store_error)?;
+        let results = self.exchange(key, &[], vec![set.into()]).await?;
+        let OpResult::Mutation(result) = only(results)? else {
+            return Err(out_of_kind("write").ambiguous());
+        };
         Ok(match result.status {
             MutationStatus::Applied => PutOutcome::Stored,
             _ => PutOutcome::Conflict,
@@ -371,21 +493,20 @@ impl Store for MemcachedStore {
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        if keys.is_empty() {
+        let Some((first, rest)) = keys.split_first() else {
             return Ok(0);
-        }
+        };
         for key in keys {
             check_key(key)?;
         }
-        let results = self
-            .client
-            .run_many(keys.iter().map(Delete::new))
-            .await
-            .map_err(to_store_error)?;
+        let operations = keys.iter().map(|k| Op::from(Delete::new(k))).collect();
+        let results = self.exchange(first, rest, operations).await?;
         let mut deleted = 0;
         for result in results {
-            if result.map_err(to_store_error)?.applied() {
-                deleted += 1;
+            match result.map_err(to_store_error)? {
+                OpResult::Mutation(result) if result.applied() => deleted += 1,
+                OpResult::Mutation(_) => {}
+                _ => return Err(out_of_kind("delete").ambiguous()),
             }
         }
         Ok(deleted)

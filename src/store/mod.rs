@@ -38,6 +38,7 @@
 mod counting;
 mod memcached;
 mod memory;
+mod pipeline;
 mod router;
 
 use std::fmt;
@@ -50,6 +51,7 @@ use crate::error::StoreError;
 pub use counting::{CountingStore, StoreCalls};
 pub use memcached::{MemcachedStore, MemcachedStoreBuilder};
 pub use memory::MemoryStore;
+pub use pipeline::PipelineStats;
 pub use router::ClientRouter;
 
 /// A counter after an increment, and the counters read beside it.

@@ -1,0 +1,544 @@
+//! Auto-pipelining for [`MemcachedStore`](super::MemcachedStore): the calls
+//! in flight at the same moment toward one server share one pipelined
+//! batch, so throughput under concurrency approaches what memcached serves
+//! on a few busy connections instead of costing one connection per call.
+//!
+//! Each store call is a *job*: its operations, all for one server, and a
+//! oneshot for its results. Per server a *lane* holds a queue of jobs and
+//! allows up to `depth` batches in flight at once:
+//!
+//! - A call that finds a batch slot free takes it and runs its own job as a
+//!   one-job batch in its own future: at low concurrency the cost over a
+//!   direct call is one uncontended lock, no task hop and no timer.
+//! - A call that finds every slot busy queues its job and waits. When a
+//!   batch finishes, its slot is not given back while jobs wait: the queue
+//!   (up to [`MAX_JOBS`] jobs and [`MAX_OPS`] operations) goes out as the
+//!   next batch, on a spawned task that keeps going until the queue is
+//!   empty. So while `depth` batches are on the wire the calls arriving
+//!   meanwhile pile up into the next one; that is where coalescing comes
+//!   from.
+//!
+//! A job's operations stay contiguous and in order within a batch, so an
+//! increment is still read back by the reads that follow it. Results are
+//! attributed per operation by the `memcache` crate (a written operation
+//! that was not answered is ambiguous), so a batch failing part way gives
+//! each job exactly its own operations' errors. Nothing is retried.
+//!
+//! One cost of sharing: when memcached answers an operation with an error
+//! line (`CLIENT_ERROR`, such as an increment of a value that is not a
+//! number, or `SERVER_ERROR`, such as out of memory), the `memcache` client
+//! stops reading the batch there and drops the connection, although
+//! memcached goes on executing the rest. The jobs batched after it then
+//! fail too, ambiguous if they write; their error says so rather than
+//! repeating the other job's. The limiters' own keys never hold
+//! non-numbers, so this takes a corrupted key or a server in trouble.
+//!
+//! A caller that stops waiting (a limiter deadline drops its future) leaves
+//! nothing behind: a queued job whose caller has gone is never sent, and a
+//! spawned batch whose callers have all gone is dropped like a cancelled
+//! direct call. A queued job is never left without a task to send it: if
+//! the runtime shuts down under it, the job fails with a
+//! [`StoreError`] instead. The tasks run on the runtime of the call that
+//! hands them work; like the pooled connections, a store is meant to be
+//! used from one runtime.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
+
+use memcache::exp::{AsyncMetaClient, Error as McError, Op, OpResult};
+use tokio::sync::oneshot;
+
+use super::memcached::to_store_error;
+use crate::error::{StoreError, StoreErrorKind};
+
+/// The most jobs one batch carries.
+pub(crate) const MAX_JOBS: usize = 256;
+/// The most operations one batch carries (a bigger job goes out alone).
+pub(crate) const MAX_OPS: usize = 2048;
+
+/// One job's results: one per operation, in order. The outer error means
+/// nothing of the job was sent.
+pub(crate) type JobResults = Result<Vec<Result<OpResult, McError>>, StoreError>;
+
+/// Counters of what the pipeline sent, from [`MemcachedStore::pipeline_stats`].
+///
+/// `jobs / batches` is the average number of store calls that shared one
+/// round trip. Calls whose keys span servers, and every call of a store
+/// built with [`pipelining(false)`](super::MemcachedStoreBuilder::pipelining),
+/// bypass the pipeline and are not counted.
+///
+/// [`MemcachedStore::pipeline_stats`]: super::MemcachedStore::pipeline_stats
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PipelineStats {
+    /// Batches sent (`run_batch` exchanges, one round trip each).
+    pub batches: u64,
+    /// Store calls sent in those batches.
+    pub jobs: u64,
+    /// memcached operations sent in those batches.
+    pub ops: u64,
+    /// Queued calls that were never sent because their caller had stopped
+    /// waiting (a deadline passed) before their batch went out.
+    pub abandoned: u64,
+    /// The most calls one batch carried.
+    pub largest_batch: u64,
+}
+
+impl PipelineStats {
+    /// Store calls per batch on average; 0 before the first batch.
+    pub fn jobs_per_batch(&self) -> f64 {
+        if self.batches == 0 {
+            0.0
+        } else {
+            self.jobs as f64 / self.batches as f64
+        }
+    }
+}
+
+#[derive(Default)]
+struct Stats {
+    batches: AtomicU64,
+    jobs: AtomicU64,
+    ops: AtomicU64,
+    abandoned: AtomicU64,
+    largest_batch: AtomicU64,
+}
+
+impl Stats {
+    fn batch(&self, jobs: usize, ops: usize) {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.jobs.fetch_add(jobs as u64, Ordering::Relaxed);
+        self.ops.fetch_add(ops as u64, Ordering::Relaxed);
+        self.largest_batch.fetch_max(jobs as u64, Ordering::Relaxed);
+    }
+}
+
+struct Job {
+    ops: Vec<Op>,
+    reply: oneshot::Sender<JobResults>,
+}
+
+#[derive(Default)]
+struct Lane {
+    /// Batch slots taken, at most `depth`. Jobs queue only while all are
+    /// taken, and a slot is handed on rather than freed while jobs queue,
+    /// so the queue is never left without a batch in flight to drain it.
+    in_flight: usize,
+    queue: VecDeque<Job>,
+}
+
+impl Lane {
+    /// The next batch: queued jobs in order, up to the caps, at least one.
+    fn take_batch(&mut self) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        let mut ops = 0;
+        while let Some(job) = self.queue.front() {
+            if !jobs.is_empty() && (jobs.len() == MAX_JOBS || ops + job.ops.len() > MAX_OPS) {
+                break;
+            }
+            ops += job.ops.len();
+            jobs.extend(self.queue.pop_front());
+        }
+        jobs
+    }
+}
+
+struct Inner {
+    client: AsyncMetaClient,
+    servers: Vec<String>,
+    lanes: Box<[Mutex<Lane>]>,
+    depth: usize,
+    stats: Stats,
+}
+
+/// The per-server lanes of one store; cheap to clone, clones share them.
+#[derive(Clone)]
+pub(crate) struct Pipeline {
+    inner: Arc<Inner>,
+}
+
+impl Pipeline {
+    /// A pipeline over `client`, whose servers are `servers` in the
+    /// client's order, with up to `depth` (at least 1) batches in flight
+    /// per server.
+    pub(crate) fn new(client: AsyncMetaClient, servers: Vec<String>, depth: usize) -> Self {
+        let lanes = servers.iter().map(|_| Mutex::default()).collect();
+        Self {
+            inner: Arc::new(Inner {
+                client,
+                servers,
+                lanes,
+                depth: depth.max(1),
+                stats: Stats::default(),
+            }),
+        }
+    }
+
+    /// The counters so far.
+    pub(crate) fn stats(&self) -> PipelineStats {
+        let stats = &self.inner.stats;
+        PipelineStats {
+            batches: stats.batches.load(Ordering::Relaxed),
+            jobs: stats.jobs.load(Ordering::Relaxed),
+            ops: stats.ops.load(Ordering::Relaxed),
+            abandoned: stats.abandoned.load(Ordering::Relaxed),
+            largest_batch: stats.largest_batch.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs `ops`, whose keys all live on server `lane`, in order and
+    /// contiguously within one batch; one result per operation.
+    pub(crate) async fn run(&self, lane: usize, ops: Vec<Op>) -> JobResults {
+        let inner = &self.inner;
+        let (writes, answer) = match inner.admit(lane, ops) {
+            Admission::Slot(ops) => {
+                // A free slot: this call is the batch. Running it in the
+                // caller's own future keeps the latency of a direct call,
+                // and a cancelled caller cancels only its own job.
+                let slot = InlineSlot { inner, lane };
+                inner.stats.batch(1, ops.len());
+                let results = inner.client.run_batch(ops).await.map_err(to_store_error);
+                drop(slot);
+                return results;
+            }
+            Admission::Queued { writes, answer } => (writes, answer),
+        };
+        match answer.await {
+            Ok(results) => results,
+            Err(_) => {
+                // Only a batch dropped mid-flight drops its replies: a
+                // job that was never sent is always answered.
+                let error = StoreError::new(
+                    StoreErrorKind::Io,
+                    format!(
+                        "the pipelined batch to memcached {} was dropped before it was answered \
+                         (its tokio runtime shut down)",
+                        inner.servers[lane]
+                    ),
+                );
+                Err(if writes { error.ambiguous() } else { error })
+            }
+        }
+    }
+}
+
+/// How a call enters its lane.
+enum Admission {
+    /// It took a free batch slot and runs its operations itself.
+    Slot(Vec<Op>),
+    /// Every slot was busy: its job is queued for the next batch.
+    Queued {
+        writes: bool,
+        answer: oneshot::Receiver<JobResults>,
+    },
+}
+
+impl Inner {
+    fn admit(&self, lane: usize, ops: Vec<Op>) -> Admission {
+        let mut state = self.lane(lane);
+        if state.in_flight < self.depth {
+            state.in_flight += 1;
+            return Admission::Slot(ops);
+        }
+        let writes = ops.iter().any(|op| !matches!(op, Op::Get(_)));
+        let (reply, answer) = oneshot::channel();
+        state.queue.push_back(Job { ops, reply });
+        Admission::Queued { writes, answer }
+    }
+
+    fn lane(&self, lane: usize) -> MutexGuard<'_, Lane> {
+        // The lock is never held across a call that can panic; recover
+        // from poisoning anyway rather than wedge the store.
+        self.lanes[lane]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `jobs` as one batch and answers each with its own results.
+    async fn run_jobs(&self, lane: usize, jobs: Vec<Job>) {
+        let mut ops = Vec::new();
+        let mut lengths = Vec::with_capacity(jobs.len());
+        let mut replies = Vec::with_capacity(jobs.len());
+        let mut abandoned = 0;
+        for job in jobs {
+            if job.reply.is_closed() {
+                abandoned += 1;
+                continue;
+            }
+            lengths.push(job.ops.len());
+            ops.extend(job.ops);
+            replies.push(job.reply);
+        }
+        if abandoned > 0 {
+            self.stats.abandoned.fetch_add(abandoned, Ordering::Relaxed);
+        }
+        if replies.is_empty() {
+            return;
+        }
+        self.stats.batch(replies.len(), ops.len());
+        let mut batch = pin!(self.client.run_batch(ops));
+        let mut first_open = 0;
+        let outcome = std::future::poll_fn(|context| {
+            if let Poll::Ready(outcome) = batch.as_mut().poll(context) {
+                return Poll::Ready(Some(outcome));
+            }
+            // Once every caller has gone, drop the batch (and its
+            // connection) as a cancelled direct call would, instead of
+            // holding a slot until the io timeout on a server that hangs.
+            while let Some(reply) = replies.get_mut(first_open) {
+                if reply.poll_closed(context).is_pending() {
+                    return Poll::Pending;
+                }
+                first_open += 1;
+            }
+            Poll::Ready(None)
+        })
+        .await;
+        match outcome {
+            None => {}
+            Some(Ok(results)) => {
+                let mut results = results.into_iter();
+                let mut broken_off: Option<String> = None;
+                for (reply, length) in replies.into_iter().zip(lengths) {
+                    let results: Vec<_> = results.by_ref().take(length).collect();
+                    let answer = match &broken_off {
+                        Some(cause) => unread(cause, &self.servers[lane], results),
+                        None => {
+                            broken_off = results
+                                .iter()
+                                .find_map(|result| result.as_ref().err())
+                                .filter(|error| is_error_reply(error))
+                                .map(ToString::to_string);
+                            Ok(results)
+                        }
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+            Some(Err(error)) => {
+                // The batch was refused before anything was written (an
+                // operation failed validation, which the store's own key
+                // checks rule out): every job gets the error, none ran.
+                let error = to_store_error(error);
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+
+    /// Gives a finished batch's slot back, or hands it to the queue: the
+    /// next batch if jobs wait, `None` once the slot is free.
+    fn next_batch(&self, lane: usize) -> Option<Vec<Job>> {
+        let mut state = self.lane(lane);
+        if state.queue.is_empty() {
+            state.in_flight -= 1;
+            None
+        } else {
+            Some(state.take_batch())
+        }
+    }
+
+    /// A slot is given up by a batch that did not run to its end on a
+    /// task of its own: an inline call (finished or cancelled), or a
+    /// spawned batch that was dropped. Queued jobs go out on a new task;
+    /// if none can be spawned (no runtime, or it is shutting down) they
+    /// fail, so no caller waits on a queue nothing will drain.
+    fn hand_off(self: &Arc<Self>, lane: usize, can_spawn: bool) {
+        let mut state = self.lane(lane);
+        if state.queue.is_empty() {
+            state.in_flight -= 1;
+            return;
+        }
+        let runtime = if can_spawn {
+            tokio::runtime::Handle::try_current().ok()
+        } else {
+            None
+        };
+        match runtime {
+            Some(runtime) => {
+                let jobs = state.take_batch();
+                drop(state);
+                let slot = Slot::pending(Arc::clone(self), lane, jobs);
+                // On a runtime that is shutting down the task is dropped
+                // unstarted, and its slot fails the jobs (see Slot::drop).
+                runtime.spawn(slot.drive());
+            }
+            None => {
+                state.in_flight -= 1;
+                let jobs: Vec<Job> = state.queue.drain(..).collect();
+                drop(state);
+                self.fail(lane, jobs);
+            }
+        }
+    }
+
+    /// Answers jobs that were never sent.
+    fn fail(&self, lane: usize, jobs: Vec<Job>) {
+        let error = StoreError::new(
+            StoreErrorKind::Io,
+            format!(
+                "no task left to send the pipelined call to memcached {} (its tokio runtime \
+                 shut down); nothing was sent",
+                self.servers[lane]
+            ),
+        );
+        for job in jobs {
+            let _ = job.reply.send(Err(error.clone()));
+        }
+    }
+}
+
+/// Whether memcached answered an operation with an error line
+/// (`CLIENT_ERROR`, `SERVER_ERROR`): the `memcache` client stops reading a
+/// batch there, though memcached goes on executing the rest of it.
+fn is_error_reply(error: &McError) -> bool {
+    match error {
+        McError::Ambiguous { source, .. } => is_error_reply(source),
+        McError::Rejected(_) | McError::Server(_) => true,
+        _ => false,
+    }
+}
+
+/// The answer for a job batched after another job's error reply. Its
+/// operations were sent and memcached probably executed them, but their
+/// answers were never read; the `memcache` client reports each with the
+/// other job's error, which would mislead (an increment "rejected" as
+/// non-numeric because of someone else's key), so say what happened.
+/// Ambiguous exactly when the client found a written operation with side
+/// effects among them.
+fn unread(cause: &str, server: &str, results: Vec<Result<OpResult, McError>>) -> JobResults {
+    if results.iter().all(Result::is_ok) {
+        return Ok(results);
+    }
+    let error = StoreError::new(
+        StoreErrorKind::Io,
+        format!(
+            "answer not read: memcached {server} answered an earlier call in the same \
+             pipelined batch with an error ({cause}), and the client stops reading a batch there"
+        ),
+    );
+    let written = results
+        .iter()
+        .any(|result| matches!(result, Err(error) if error.is_ambiguous()));
+    Err(if written { error.ambiguous() } else { error })
+}
+
+/// The batch slot a call took to run its own job in its own future. Freed
+/// (or handed to the queue) when the call ends or is cancelled.
+struct InlineSlot<'a> {
+    inner: &'a Arc<Inner>,
+    lane: usize,
+}
+
+impl Drop for InlineSlot<'_> {
+    fn drop(&mut self) {
+        self.inner.hand_off(self.lane, true);
+    }
+}
+
+/// The batch slot of a spawned task that sends queued jobs. Dropped before
+/// the queue ran dry (the runtime shut down), it fails the jobs it had not
+/// sent and hands the slot on to the queue.
+struct Slot {
+    inner: Arc<Inner>,
+    lane: usize,
+    /// Whether the holder ever ran; a task dropped before its first poll
+    /// (runtime shutting down) must not spawn a successor.
+    started: bool,
+    /// Jobs assigned to this slot and not yet sent.
+    pending: Vec<Job>,
+    finished: bool,
+}
+
+impl Slot {
+    fn pending(inner: Arc<Inner>, lane: usize, jobs: Vec<Job>) -> Self {
+        Self {
+            inner,
+            lane,
+            started: false,
+            pending: jobs,
+            finished: false,
+        }
+    }
+
+    /// Sends batches until the queue is empty, then frees the slot.
+    async fn drive(mut self) {
+        self.started = true;
+        loop {
+            let jobs = std::mem::take(&mut self.pending);
+            self.inner.run_jobs(self.lane, jobs).await;
+            match self.inner.next_batch(self.lane) {
+                Some(jobs) => self.pending = jobs,
+                None => {
+                    self.finished = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            self.inner.fail(self.lane, pending);
+        }
+        self.inner.hand_off(self.lane, self.started);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memcache::exp::Get;
+
+    fn job(ops: usize) -> (Job, oneshot::Receiver<JobResults>) {
+        let (reply, answer) = oneshot::channel();
+        let ops = (0..ops).map(|_| Op::from(Get::new("k"))).collect();
+        (Job { ops, reply }, answer)
+    }
+
+    #[test]
+    fn batches_respect_both_caps_and_always_take_one() {
+        let mut lane = Lane::default();
+        let mut answers = Vec::new();
+        for _ in 0..MAX_JOBS + 10 {
+            let (job, answer) = job(1);
+            lane.queue.push_back(job);
+            answers.push(answer);
+        }
+        assert_eq!(lane.take_batch().len(), MAX_JOBS);
+        assert_eq!(lane.take_batch().len(), 10);
+        assert!(lane.queue.is_empty());
+
+        for ops in [MAX_OPS + 5, 1000, 1000, 100] {
+            let (job, answer) = job(ops);
+            lane.queue.push_back(job);
+            answers.push(answer);
+        }
+        // Too big for the cap on its own: it still goes, alone.
+        assert_eq!(lane.take_batch().len(), 1);
+        assert_eq!(lane.take_batch().len(), 2);
+        assert_eq!(lane.take_batch().len(), 1);
+    }
+
+    #[test]
+    fn jobs_per_batch_is_zero_before_any_batch() {
+        assert_eq!(PipelineStats::default().jobs_per_batch(), 0.0);
+        let stats = PipelineStats {
+            batches: 4,
+            jobs: 10,
+            ..PipelineStats::default()
+        };
+        assert_eq!(stats.jobs_per_batch(), 2.5);
+    }
+}
