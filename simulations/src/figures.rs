@@ -44,13 +44,16 @@ fn row<'a>(
         .find(|r| workloads[r.job.workload].id == id && r.job.algorithm == algorithm)
 }
 
-/// Draws every figure into `dir` and returns the files written. Figures
-/// whose workloads are missing from `rows` are skipped.
+/// Draws every figure into `dir` and returns the files written. Only the
+/// rows with the library's default caches are drawn; figures whose
+/// workloads are missing from `rows` are skipped.
 pub fn write_all(
     dir: &Path,
     workloads: &[Workload],
     rows: &[Row],
 ) -> Result<Vec<PathBuf>, Box<dyn Error>> {
+    let main: Vec<Row> = rows.iter().filter(|r| r.job.is_main()).cloned().collect();
+    let rows = main.as_slice();
     let mut written = Vec::new();
     written.extend(estimates(dir, workloads, rows)?);
     written.extend(accuracy_vs_n(dir, workloads, rows)?);

@@ -5,12 +5,14 @@
 //!
 //! - [`workload`]: the workloads (built from the arrival processes in
 //!   [`traffic`]);
-//! - [`algorithms`]: the algorithms under test and how each is built;
+//! - [`algorithms`]: the algorithms under test, the in-process caches they
+//!   can run with, and how each is built;
 //! - [`oracle`]: the exact sliding window;
 //! - [`runner`]: one algorithm on one workload, decision by decision;
 //! - [`metrics`]: what is measured, as defined in `simulations/README.md`;
-//! - [`suite`]: every algorithm on every workload, over a few threads;
-//! - [`report`]: the markdown table and the CSV files;
+//! - [`suite`]: every algorithm on every workload, and the caches
+//!   comparison, over a few threads;
+//! - [`report`]: the markdown tables and the CSV files;
 //! - [`figures`]: the SVG figures, drawn by [`plot`].
 
 pub mod algorithms;

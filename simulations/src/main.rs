@@ -1,6 +1,7 @@
 //! Runs every algorithm of `memcache-ratelimit` on every workload, judges
 //! each decision against an exact sliding window, and writes the results:
-//! a markdown table on stdout, CSV files and SVG figures. See
+//! a markdown table per workload and one comparing the in-process caches
+//! on stdout, CSV files and SVG figures. See
 //! `simulations/README.md` for the workloads and the exact definition of
 //! each metric.
 //!
@@ -47,14 +48,19 @@ fn main() -> Result<(), Box<dyn Error>> {
         Scale::FULL
     };
     let workloads = workload::all(args.seed, scale);
-    let jobs = suite::jobs(&workloads, &Algorithm::all());
+    let main_jobs = suite::jobs(&workloads, &Algorithm::all());
+    let caches_jobs = suite::caches_jobs(&workloads);
+    let jobs = suite::merge(main_jobs.clone(), &caches_jobs);
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let total: u64 = jobs
-        .iter()
-        .map(|job| workloads[job.workload].requests.len() as u64)
-        .sum();
+    let decisions = |jobs: &[suite::Job]| -> u64 {
+        jobs.iter()
+            .map(|job| workloads[job.workload].requests.len() as u64)
+            .sum()
+    };
+    let total = decisions(&jobs);
+    let main_total = decisions(&main_jobs);
 
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template(
@@ -67,20 +73,24 @@ fn main() -> Result<(), Box<dyn Error>> {
     bar.finish_and_clear();
 
     println!(
-        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms.\n",
+        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms, and {} more for the caches comparison ({} runs).\n",
         args.seed,
         if args.quick { "quick" } else { "full" },
         workload::QUOTA,
-        total,
+        main_total,
         workloads.len(),
         Algorithm::all().len(),
+        total - main_total,
+        jobs.len() - main_jobs.len(),
     );
     print!("{}", report::markdown(&workloads, &rows));
+    print!("{}", report::caches_markdown(&workloads, &rows));
     report::write_csv(&args.out, &workloads, &rows)?;
     let written = figures::write_all(&args.figures, &workloads, &rows)?;
     eprintln!(
-        "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
+        "Wrote {}, {} and {} figures to {} in {:.1} s on {threads} threads.",
         args.out.join("results.csv").display(),
+        args.out.join("caches.csv").display(),
         written.len(),
         args.figures.display(),
         began.elapsed().as_secs_f64()

@@ -1,12 +1,14 @@
-//! The results as markdown tables (one per workload) and as CSV files.
+//! The results as markdown tables (one per workload, and the caches
+//! comparison) and as CSV files.
 
 use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::algorithms::{Algorithm, Caches};
 use crate::metrics::Metrics;
-use crate::suite::Row;
+use crate::suite::{Row, CACHES_ALGORITHMS, CACHES_WORKLOADS};
 use crate::workload::Workload;
 
 /// Finch's estimate of how many requests a linear limiter of capacity `q`
@@ -62,7 +64,9 @@ fn cells(m: &Metrics, single_client: bool) -> Vec<String> {
 }
 
 /// One markdown table per workload, in the order of `workloads`, each under
-/// a heading that says what the workload is.
+/// a heading that says what the workload is. Only the rows with the
+/// library's default caches ([`Job::is_main`](crate::suite::Job::is_main))
+/// are listed.
 pub fn markdown(workloads: &[Workload], rows: &[Row]) -> String {
     let mut out = String::new();
     for (index, workload) in workloads.iter().enumerate() {
@@ -86,7 +90,10 @@ pub fn markdown(workloads: &[Workload], rows: &[Row]) -> String {
         }
         let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
         let _ = writeln!(out, "|---|{}", "---:|".repeat(COLUMNS.len() - 1));
-        for row in rows.iter().filter(|r| r.job.workload == index) {
+        for row in rows
+            .iter()
+            .filter(|r| r.job.workload == index && r.job.is_main())
+        {
             let _ = writeln!(
                 out,
                 "| {} | {} |",
@@ -105,7 +112,8 @@ fn csv_opt<T: ToString>(value: Option<T>) -> String {
 
 /// `results.csv`: one row per algorithm × workload with every metric, and
 /// `traces.csv`: the traced client's decisions on each workload that traces
-/// one.
+/// one, both with the library's default caches; `caches.csv`: the caches
+/// comparison ([`caches_rows`]) with every metric.
 pub fn write_csv(dir: &Path, workloads: &[Workload], rows: &[Row]) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     let mut results = String::from(
@@ -115,7 +123,7 @@ pub fn write_csv(dir: &Path, workloads: &[Workload], rows: &[Row]) -> io::Result
          keys_per_client,max_keys_per_client\n",
     );
     let mut traces = String::from("workload,algorithm,client,t_s,estimate,exact,allowed\n");
-    for row in rows {
+    for row in rows.iter().filter(|r| r.job.is_main()) {
         let workload = &workloads[row.job.workload];
         let m = &row.outcome.metrics;
         let single = workload.single_client();
@@ -168,5 +176,126 @@ pub fn write_csv(dir: &Path, workloads: &[Workload], rows: &[Row]) -> io::Result
     }
     fs::write(dir.join("results.csv"), results)?;
     fs::write(dir.join("traces.csv"), traces)?;
+    fs::write(dir.join("caches.csv"), caches_csv(workloads, rows))?;
     Ok(())
+}
+
+/// The rows of the caches comparison, in table order: workload by workload
+/// ([`CACHES_WORKLOADS`]), algorithm by algorithm ([`CACHES_ALGORITHMS`]),
+/// each with its [`Caches::variants`]. Combinations missing from `rows`
+/// are skipped.
+pub fn caches_rows<'a>(workloads: &[Workload], rows: &'a [Row]) -> Vec<&'a Row> {
+    let mut picked = Vec::new();
+    for id in CACHES_WORKLOADS {
+        let Some(index) = workloads.iter().position(|w| w.id == id) else {
+            continue;
+        };
+        for algorithm in CACHES_ALGORITHMS {
+            for caches in Caches::variants(algorithm) {
+                let caches = caches.for_algorithm(algorithm);
+                if let Some(row) = rows.iter().find(|r| {
+                    r.job.workload == index
+                        && r.job.algorithm == algorithm
+                        && r.job.caches == caches
+                }) {
+                    picked.push(row);
+                }
+            }
+        }
+    }
+    picked
+}
+
+const CACHES_COLUMNS: [&str; 9] = [
+    "workload",
+    "algorithm",
+    "caches",
+    "wrongly allowed %",
+    "wrongly denied %",
+    "over limit %",
+    "peak/limit",
+    "store ops/decision",
+    "keys/decision",
+];
+
+/// The caches comparison as one markdown table: each algorithm of
+/// [`CACHES_ALGORITHMS`] on each workload of [`CACHES_WORKLOADS`], with no
+/// cache, with the library's defaults (the sliding window's sealed-bucket
+/// cache) and with a [`DenyCache`](memcache_ratelimit::DenyCache) as well.
+/// Empty if no such workload was run.
+pub fn caches_markdown(workloads: &[Workload], rows: &[Row]) -> String {
+    let picked = caches_rows(workloads, rows);
+    if picked.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("### In-process caches (`caches.csv`)\n\n");
+    let _ = writeln!(out, "| {} |", CACHES_COLUMNS.join(" | "));
+    let _ = writeln!(
+        out,
+        "|---|---|---|{}",
+        "---:|".repeat(CACHES_COLUMNS.len() - 3)
+    );
+    for row in picked {
+        let m = &row.outcome.metrics;
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            workloads[row.job.workload].id,
+            row.job.algorithm,
+            caches_label(row.job.algorithm, row.job.caches),
+            m.wrongly_allowed_pct,
+            m.wrongly_denied_pct,
+            m.over_limit_pct,
+            m.peak,
+            m.ops_per_decision,
+            m.keys_per_decision,
+        );
+    }
+    out.push('\n');
+    out
+}
+
+/// The caches column: what the limiter ran with, and which of those rows is
+/// the library's default.
+fn caches_label(algorithm: Algorithm, caches: Caches) -> String {
+    if caches == Caches::DEFAULT.for_algorithm(algorithm) {
+        format!("{caches} (default)")
+    } else {
+        caches.to_string()
+    }
+}
+
+fn caches_csv(workloads: &[Workload], rows: &[Row]) -> String {
+    let mut csv = String::from(
+        "workload,algorithm,sub_windows,caches,sealed_cache,deny_cache,nodes,offered,admitted,\
+         wrongly_allowed_pct,wrongly_denied_pct,over_limit_pct,mean_diff_pct,max_diff_pct,peak,\
+         store_ops_per_decision,keys_per_decision,keys_per_client\n",
+    );
+    for row in caches_rows(workloads, rows) {
+        let workload = &workloads[row.job.workload];
+        let m = &row.outcome.metrics;
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            workload.id,
+            row.job.algorithm.id(),
+            csv_opt(row.job.algorithm.sub_windows()),
+            row.job.caches.id(),
+            row.job.caches.sealed,
+            row.job.caches.deny,
+            workload.skews.len(),
+            m.offered,
+            m.admitted,
+            m.wrongly_allowed_pct,
+            m.wrongly_denied_pct,
+            m.over_limit_pct,
+            m.mean_diff_pct,
+            m.max_diff_pct,
+            m.peak,
+            m.ops_per_decision,
+            m.keys_per_decision,
+            csv_opt(m.keys_per_client),
+        );
+    }
+    csv
 }

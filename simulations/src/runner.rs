@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use memcache_ratelimit::store::{CountingStore, MemoryStore};
 use memcache_ratelimit::{ManualClock, RateLimiter};
 
-use crate::algorithms::Algorithm;
+use crate::algorithms::{Algorithm, Caches};
 use crate::metrics::{Metrics, Observation, Tally};
 use crate::oracle::{ExactLimiter, ExactWindows};
 use crate::trace::TracePoint;
@@ -33,25 +33,38 @@ pub struct Outcome {
     pub trace: Vec<TracePoint>,
 }
 
-/// Replays `workload` through `algorithm`: one `MemoryStore` (wrapped in a
-/// `CountingStore`) on a `ManualClock` at true time, and one limiter per
-/// node, each on its own `ManualClock` set to true time plus the node's
-/// skew. `progress` is called with the number of requests done, now and
-/// then.
+/// Replays `workload` through `algorithm` with the library's default
+/// caches ([`Caches::DEFAULT`]): see [`run_with`].
 pub fn run(
     workload: &Workload,
     algorithm: Algorithm,
     progress: &dyn Fn(u64),
 ) -> Result<Outcome, RunError> {
+    run_with(workload, algorithm, Caches::DEFAULT, progress)
+}
+
+/// Replays `workload` through `algorithm` with `caches`: one `MemoryStore`
+/// (wrapped in a `CountingStore`) on a `ManualClock` at true time, and one
+/// limiter per node, each built on its own `ManualClock` set to true time
+/// plus the node's skew, so each node has its own in-process caches, as
+/// separate processes would. `progress` is called with the number of
+/// requests done, now and then.
+pub fn run_with(
+    workload: &Workload,
+    algorithm: Algorithm,
+    caches: Caches,
+    progress: &dyn Fn(u64),
+) -> Result<Outcome, RunError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    runtime.block_on(replay(workload, algorithm, progress))
+    runtime.block_on(replay(workload, algorithm, caches, progress))
 }
 
 async fn replay(
     workload: &Workload,
     algorithm: Algorithm,
+    caches: Caches,
     progress: &dyn Fn(u64),
 ) -> Result<Outcome, RunError> {
     let quota = workload.quota;
@@ -62,7 +75,9 @@ async fn replay(
     for &skew in &workload.skews {
         let skew = TimeDelta::nanoseconds(skew);
         let clock = ManualClock::new(start + skew);
-        let limiter = algorithm.build(quota, store.clone(), clock.clone())?;
+        // A new limiter per node: its sealed-bucket cache and its deny
+        // cache are its own.
+        let limiter = algorithm.build_with(quota, store.clone(), clock.clone(), caches)?;
         nodes.push((clock, skew, limiter));
     }
     let clients = workload.clients as usize;

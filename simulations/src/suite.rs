@@ -3,17 +3,58 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::algorithms::Algorithm;
+use crate::algorithms::{Algorithm, Caches};
 use crate::runner::{self, Outcome, RunError};
 use crate::workload::Workload;
 
-/// One algorithm on one workload.
+/// The workloads of the caches comparison: where in-process caches could
+/// change decisions (several nodes, with and without clock skew) or save
+/// the most store work (clients over the limit, bursts).
+pub const CACHES_WORKLOADS: [&str; 5] = [
+    "cluster-skew-0",
+    "cluster-skew-100ms",
+    "cluster-skew-1s",
+    "poisson-1.5x",
+    "on-off",
+];
+
+/// The algorithms of the caches comparison: the sliding window, which has
+/// both caches, and the token bucket, which has only the deny cache.
+pub const CACHES_ALGORITHMS: [Algorithm; 4] = [
+    Algorithm::SlidingWindow(1),
+    Algorithm::SlidingWindow(4),
+    Algorithm::SlidingWindow(12),
+    Algorithm::TokenBucket,
+];
+
+/// One algorithm on one workload, with some in-process caches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Job {
     /// Index into the workloads.
     pub workload: usize,
     /// The algorithm.
     pub algorithm: Algorithm,
+    /// The caches, as far as the algorithm has them
+    /// ([`Caches::for_algorithm`]).
+    pub caches: Caches,
+}
+
+impl Job {
+    /// `algorithm` on workload `workload` with `caches`, as far as the
+    /// algorithm has them.
+    pub fn new(workload: usize, algorithm: Algorithm, caches: Caches) -> Self {
+        Self {
+            workload,
+            algorithm,
+            caches: caches.for_algorithm(algorithm),
+        }
+    }
+
+    /// Whether this job runs with the library's default caches, as the
+    /// main tables do.
+    pub fn is_main(&self) -> bool {
+        self.caches == Caches::DEFAULT.for_algorithm(self.algorithm)
+    }
 }
 
 /// The result of one job.
@@ -25,16 +66,44 @@ pub struct Row {
     pub outcome: Outcome,
 }
 
-/// Every algorithm on every workload, workload by workload.
+/// Every algorithm on every workload, workload by workload, with the
+/// library's default caches.
 pub fn jobs(workloads: &[Workload], algorithms: &[Algorithm]) -> Vec<Job> {
     (0..workloads.len())
         .flat_map(|workload| {
-            algorithms.iter().map(move |&algorithm| Job {
-                workload,
-                algorithm,
+            algorithms
+                .iter()
+                .map(move |&algorithm| Job::new(workload, algorithm, Caches::DEFAULT))
+        })
+        .collect()
+}
+
+/// The caches comparison: each of [`CACHES_ALGORITHMS`] on each of
+/// [`CACHES_WORKLOADS`] present in `workloads`, with each of its
+/// [`Caches::variants`].
+pub fn caches_jobs(workloads: &[Workload]) -> Vec<Job> {
+    CACHES_WORKLOADS
+        .iter()
+        .filter_map(|&id| workloads.iter().position(|w| w.id == id))
+        .flat_map(|workload| {
+            CACHES_ALGORITHMS.iter().flat_map(move |&algorithm| {
+                Caches::variants(algorithm)
+                    .into_iter()
+                    .map(move |caches| Job::new(workload, algorithm, caches))
             })
         })
         .collect()
+}
+
+/// `first`, then the jobs of `more` that are not already in it.
+pub fn merge(first: Vec<Job>, more: &[Job]) -> Vec<Job> {
+    let mut all = first;
+    for job in more {
+        if !all.contains(job) {
+            all.push(*job);
+        }
+    }
+    all
 }
 
 /// A rough relative cost of a job, to start the longest first: requests
@@ -64,7 +133,12 @@ pub fn run(
             scope.spawn(|| {
                 while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let job = jobs[index];
-                    let outcome = runner::run(&workloads[job.workload], job.algorithm, progress);
+                    let outcome = runner::run_with(
+                        &workloads[job.workload],
+                        job.algorithm,
+                        job.caches,
+                        progress,
+                    );
                     let failed = outcome.is_err();
                     results.lock().expect("no panics while held")[index] = Some(outcome);
                     if failed {
@@ -82,8 +156,8 @@ pub fn run(
             Some(Ok(outcome)) => rows.push(Row { job: *job, outcome }),
             Some(Err(error)) => {
                 return Err(format!(
-                    "{} on {}: {error}",
-                    job.algorithm, workloads[job.workload].id
+                    "{} (caches: {}) on {}: {error}",
+                    job.algorithm, job.caches, workloads[job.workload].id
                 )
                 .into())
             }

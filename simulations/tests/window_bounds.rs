@@ -1,6 +1,7 @@
 //! The fixed and sliding windows' documented bounds, on small seeded runs.
 
-use simulations::algorithms::{Algorithm, SUB_WINDOWS};
+use memcache_ratelimit::DEFAULT_MAX_CLOCK_SKEW;
+use simulations::algorithms::{Algorithm, Caches, DEADLINE, SUB_WINDOWS};
 use simulations::metrics::Metrics;
 use simulations::runner;
 use simulations::workload::{self, Trace, Workload, START_UNIX_SECS};
@@ -132,15 +133,31 @@ fn sliding_window_errs_only_by_the_oldest_sub_window() {
 }
 
 /// The sliding window reads its current sub-window and the `n` before it:
-/// `n + 1` keys named per decision, one round trip, plus one more round trip
-/// for each refund. In the store, a client holds at most those `n + 1`
-/// counters plus one that has left the window but not yet expired (its
-/// time to live has a one-second slack).
+/// without its sealed-bucket cache, `n + 1` keys named per decision, one
+/// round trip, plus one more round trip for each refund. In the store, a
+/// client holds at most those `n + 1` counters plus one that has left the
+/// window but not yet expired (its time to live has a one-second slack).
+///
+/// With the cache (the default), a decision is still one round trip, but an
+/// older sub-window is read only while it may still change (it closed less
+/// than the allowance `A` = `max_clock_skew` + deadline ago: at most
+/// `min(n, ⌈A / w⌉)` of them, for sub-windows of length `w`) and once more
+/// when it is sealed, after which its count is kept in process. So a
+/// client's decisions name at most `1 + min(n, ⌈A / w⌉)` keys each, plus
+/// one for each sub-window the run reads (the `n` before it starts and
+/// those that begin during it), plus one per refund.
 #[test]
 fn sliding_window_store_work_is_as_documented() {
     let workload = workload::steady(2.0, 5);
+    let run = |n, caches| {
+        runner::run_with(&workload, Algorithm::SlidingWindow(n), caches, &|_| {})
+            .expect("the embedded store never fails")
+            .metrics
+    };
+    let allowance = (DEFAULT_MAX_CLOCK_SKEW + DEADLINE).as_secs_f64();
+    let length = workload.requests.last().unwrap().at as f64 / 1e9;
     for n in SUB_WINDOWS {
-        let m = metrics(&workload, Algorithm::SlidingWindow(n));
+        let m = run(n, Caches::NONE);
         let denied = (m.offered - m.admitted) as f64 / m.offered as f64;
         assert!(
             (m.ops_per_decision - (1.0 + denied)).abs() < 1e-9,
@@ -152,6 +169,22 @@ fn sliding_window_store_work_is_as_documented() {
         );
         let most = m.max_keys_per_client.unwrap();
         assert!(most <= f64::from(n) + 2.0, "n = {n}: {most} keys");
+
+        let sealed = run(n, Caches::DEFAULT);
+        let w = workload.quota.period().as_secs_f64() / f64::from(n);
+        let unsealed = f64::from(n).min((allowance / w).ceil());
+        // Every sub-window read over the run: the `n` before it starts and
+        // those that begin during it.
+        let sealings = f64::from(n) + (length / w).floor() + 1.0;
+        let bound = 1.0 + unsealed + sealings / m.offered as f64 + denied;
+        assert_eq!(sealed.ops_per_decision, m.ops_per_decision, "n = {n}");
+        assert!(
+            sealed.keys_per_decision <= bound + 1e-9,
+            "n = {n}: {} keys per decision, bound {bound}",
+            sealed.keys_per_decision
+        );
+        assert!(sealed.keys_per_decision < m.keys_per_decision, "n = {n}");
+        assert_eq!(sealed.max_keys_per_client, m.max_keys_per_client, "n = {n}");
     }
     let m = metrics(&workload, Algorithm::FixedWindow);
     assert_eq!(m.keys_per_decision, m.ops_per_decision);
