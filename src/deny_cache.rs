@@ -33,7 +33,9 @@ use crate::RateLimiter;
 ///   exactly the answers the store would have given. Across processes a
 ///   remembered denial can outlast the store's by a little: when another
 ///   process's denied request had raised a window counter and refunded it
-///   just after, or when another process resets the client.
+///   just after, when another process resets the client, or, for the
+///   token bucket and GCRA, by up to the clock skew when a process whose
+///   clock runs ahead refills the bucket early.
 /// - In strict mode ([`DeniedRequests::Counted`](crate::DeniedRequests)),
 ///   requests denied here are not counted in the store, so a flooding
 ///   client is held only until the remembered `retry_after`, as if it had
