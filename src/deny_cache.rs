@@ -44,8 +44,8 @@ use crate::RateLimiter;
 ///   this process; other processes keep their own caches until their
 ///   entries run out.
 /// - At most `capacity` clients are remembered; when full, expired entries
-///   are dropped first and then, if still full, the new denial is simply
-///   not remembered.
+///   are dropped first (at most once a second) and then, if still full,
+///   the new denial is simply not remembered.
 ///
 /// ```
 /// use memcache_ratelimit::store::CountingStore;
@@ -73,6 +73,7 @@ pub struct DenyCache<L> {
     capacity: usize,
     denials: Mutex<HashMap<Vec<u8>, Denial>>,
     hits: std::sync::atomic::AtomicU64,
+    next_sweep: std::sync::atomic::AtomicI64,
 }
 
 /// A remembered denial: a request of `cost` does not fit before `until`.
@@ -92,6 +93,7 @@ impl<L: RateLimiter> DenyCache<L> {
             capacity,
             denials: Mutex::new(HashMap::new()),
             hits: Default::default(),
+            next_sweep: Default::default(),
         }
     }
 
@@ -143,6 +145,16 @@ impl<L: RateLimiter> DenyCache<L> {
         let until = now.saturating_add(i64::try_from(retry.as_nanos()).unwrap_or(i64::MAX));
         let mut denials = self.lock();
         if denials.len() >= self.capacity && !denials.contains_key(key) {
+            // Sweeping is a pass over every entry: a cache that stays full
+            // sweeps at most once a second, not on every denial.
+            let next = self.next_sweep.load(std::sync::atomic::Ordering::Relaxed);
+            if now < next {
+                return;
+            }
+            self.next_sweep.store(
+                now.saturating_add(1_000_000_000),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             denials.retain(|_, denial| denial.until > now);
             if denials.len() >= self.capacity {
                 return;
