@@ -8,21 +8,28 @@
 //! again would only return the same number. Keeping it here turns a
 //! sliding-window decision into a single increment in steady state,
 //! whatever the number of sub-windows.
+//!
+//! Entries are per client: one lookup per decision finds every sealed
+//! bucket of that client, in a ring with a slot per bucket of the window,
+//! so a decision builds and sends only the keys it must read.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-/// Final counts of sealed buckets, by key, each kept until the last moment
-/// any decision reads it.
+/// Final counts of sealed buckets, by client, each kept until the last
+/// moment any decision reads it.
 #[derive(Debug)]
 pub(crate) struct SealedCache {
+    /// Buckets of history per client: the ring size.
+    history: usize,
+    /// Clients kept at most.
     capacity: usize,
     entries: Mutex<Entries>,
 }
 
 #[derive(Debug, Default)]
 struct Entries {
-    map: HashMap<Vec<u8>, Sealed>,
+    map: HashMap<Box<[u8]>, Ring>,
     /// When a full cache may next be swept for entries no longer read:
     /// sweeping is a pass over every entry, so a cache that stays full
     /// under many clients sweeps at most once per [`SWEEP_EVERY`] rather
@@ -33,17 +40,62 @@ struct Entries {
 /// The least time between two sweeps of a full cache.
 const SWEEP_EVERY: i64 = 1_000_000_000;
 
-#[derive(Debug, Clone, Copy)]
-struct Sealed {
-    count: u64,
-    /// Unix nanoseconds after which no decision reads this bucket.
+/// One client's sealed buckets: slot `index mod history` holds the count
+/// of bucket `index`, if that is the bucket it was filled for.
+#[derive(Debug)]
+struct Ring {
+    indexes: Box<[i64]>,
+    counts: Box<[u64]>,
+    /// Unix nanoseconds after which no decision reads any of these buckets.
     last_read: i64,
 }
 
-impl SealedCache {
-    pub(crate) fn new(capacity: usize) -> Self {
+/// A slot holding no bucket.
+const EMPTY: i64 = i64::MIN;
+
+impl Ring {
+    fn new(history: usize) -> Self {
         Self {
-            capacity,
+            indexes: vec![EMPTY; history].into_boxed_slice(),
+            counts: vec![0; history].into_boxed_slice(),
+            last_read: i64::MIN,
+        }
+    }
+
+    fn slot(&self, index: i64) -> usize {
+        index.rem_euclid(self.indexes.len() as i64) as usize
+    }
+
+    fn get(&self, index: i64) -> Option<u64> {
+        let slot = self.slot(index);
+        (self.indexes[slot] == index).then(|| self.counts[slot])
+    }
+
+    fn put(&mut self, index: i64, count: u64, last_read: i64) {
+        let slot = self.slot(index);
+        self.indexes[slot] = index;
+        self.counts[slot] = count;
+        self.last_read = self.last_read.max(last_read);
+    }
+}
+
+/// A sealed bucket to keep: its index, final count and the last moment a
+/// decision reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SealedBucket {
+    pub(crate) index: i64,
+    pub(crate) count: u64,
+    pub(crate) last_read: i64,
+}
+
+impl SealedCache {
+    /// A cache of about `buckets` sealed buckets, as whole clients of
+    /// `history` buckets each (at least one client).
+    pub(crate) fn new(buckets: usize, history: u32) -> Self {
+        let history = (history as usize).max(1);
+        Self {
+            history,
+            capacity: (buckets / history).max(1),
             entries: Mutex::new(Entries::default()),
         }
     }
@@ -56,43 +108,62 @@ impl SealedCache {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The final count of `key`, if it is known.
-    pub(crate) fn get(&self, key: &[u8], now: i64) -> Option<u64> {
+    /// Fills `counts[age]` for each `age` in `1..counts.len()` whose bucket
+    /// (`current - age`) is known, and returns the ages that are not.
+    pub(crate) fn fill(
+        &self,
+        client: &[u8],
+        current: i64,
+        now: i64,
+        counts: &mut [u64],
+    ) -> Vec<usize> {
         let entries = self.lock();
-        let sealed = entries
-            .map
-            .get(key)
-            .filter(|sealed| sealed.last_read >= now)?;
-        Some(sealed.count)
+        let ring = entries.map.get(client).filter(|ring| ring.last_read >= now);
+        (1..counts.len())
+            .filter(
+                |&age| match ring.and_then(|ring| ring.get(current - age as i64)) {
+                    Some(count) => {
+                        counts[age] = count;
+                        false
+                    }
+                    None => true,
+                },
+            )
+            .collect()
     }
 
-    /// Keeps the final `count` of `key` until `last_read`. When full,
-    /// entries no longer read are dropped first (at most once a second);
-    /// if it is still full, the count is not kept (the bucket is simply
-    /// read again next time).
-    pub(crate) fn insert(&self, key: &[u8], count: u64, last_read: i64, now: i64) {
+    /// Keeps the final counts of `sealed` buckets of `client`. When full,
+    /// clients no longer read are dropped first (at most once a second);
+    /// if it is still full, a new client is not kept (its buckets are
+    /// simply read again next time).
+    pub(crate) fn keep(&self, client: &[u8], sealed: &[SealedBucket], now: i64) {
+        if sealed.is_empty() {
+            return;
+        }
         let mut entries = self.lock();
-        if entries.map.len() >= self.capacity {
+        if !entries.map.contains_key(client) && entries.map.len() >= self.capacity {
             if now < entries.next_sweep {
                 return;
             }
             entries.next_sweep = now.saturating_add(SWEEP_EVERY);
-            entries.map.retain(|_, sealed| sealed.last_read >= now);
+            entries.map.retain(|_, ring| ring.last_read >= now);
             if entries.map.len() >= self.capacity {
                 return;
             }
         }
-        entries
+        let history = self.history;
+        let ring = entries
             .map
-            .insert(key.to_vec(), Sealed { count, last_read });
+            .entry(client.into())
+            .or_insert_with(|| Ring::new(history));
+        for bucket in sealed {
+            ring.put(bucket.index, bucket.count, bucket.last_read);
+        }
     }
 
-    /// Forgets `keys` (a reset of their client).
-    pub(crate) fn remove(&self, keys: &[Vec<u8>]) {
-        let mut entries = self.lock();
-        for key in keys {
-            entries.map.remove(key);
-        }
+    /// Forgets `client` (a reset).
+    pub(crate) fn remove(&self, client: &[u8]) {
+        self.lock().map.remove(client);
     }
 }
 
@@ -100,23 +171,54 @@ impl SealedCache {
 mod tests {
     use super::*;
 
+    const S: i64 = SWEEP_EVERY;
+
+    fn bucket(index: i64, count: u64, last_read: i64) -> SealedBucket {
+        SealedBucket {
+            index,
+            count,
+            last_read,
+        }
+    }
+
     #[test]
-    fn keeps_counts_until_their_last_read_and_stays_bounded() {
-        const S: i64 = SWEEP_EVERY;
-        let cache = SealedCache::new(2);
-        cache.insert(b"a", 3, 100 * S, 0);
-        cache.insert(b"b", 4, 50 * S, 0);
-        cache.insert(b"c", 5, 100 * S, 0); // full, nothing to sweep: not kept
-        assert_eq!(cache.get(b"a", 10 * S), Some(3));
-        assert_eq!(cache.get(b"c", 10 * S), None);
-        assert_eq!(cache.get(b"b", 51 * S), None);
-        cache.insert(b"c", 5, 100 * S, 60 * S); // b no longer read: room made
-        assert_eq!(cache.get(b"c", 60 * S), Some(5));
-        cache.remove(&[b"a".to_vec()]);
-        assert_eq!(cache.get(b"a", 60 * S), None);
+    fn fills_known_buckets_and_names_the_rest() {
+        let cache = SealedCache::new(100, 4);
+        cache.keep(b"a", &[bucket(8, 3, 100 * S), bucket(6, 5, 100 * S)], 0);
+        let mut counts = [0; 5];
+        // Current bucket 10: ages 1..=4 are buckets 9, 8, 7, 6.
+        assert_eq!(cache.fill(b"a", 10, 0, &mut counts), vec![1, 3]);
+        assert_eq!(counts, [0, 0, 3, 0, 5]);
+        // Another client knows nothing.
+        assert_eq!(cache.fill(b"b", 10, 0, &mut [0; 5]), vec![1, 2, 3, 4]);
+        // A slot refilled for a newer bucket no longer answers for the old.
+        cache.keep(b"a", &[bucket(12, 7, 100 * S)], 0);
+        let mut counts = [0; 5];
+        assert_eq!(cache.fill(b"a", 13, 0, &mut counts), vec![2, 3, 4]);
+        assert_eq!(counts[1], 7);
+    }
+
+    #[test]
+    fn keeps_clients_until_their_last_read_and_stays_bounded() {
+        // Room for two clients of 2 buckets each.
+        let cache = SealedCache::new(4, 2);
+        cache.keep(b"a", &[bucket(1, 3, 100 * S)], 0);
+        cache.keep(b"b", &[bucket(1, 4, 50 * S)], 0);
+        cache.keep(b"c", &[bucket(1, 5, 100 * S)], 0); // full, nothing to sweep
+        let known = |client: &[u8], now| cache.fill(client, 2, now, &mut [0; 3]).len() == 1;
+        assert!(known(b"a", 10 * S));
+        assert!(!known(b"c", 10 * S));
+        assert!(!known(b"b", 51 * S));
+        // A known client still takes new buckets when the cache is full.
+        cache.keep(b"a", &[bucket(0, 2, 100 * S)], 10 * S);
+        assert!(cache.fill(b"a", 2, 10 * S, &mut [0; 3]).is_empty());
+        cache.keep(b"c", &[bucket(1, 5, 100 * S)], 60 * S); // b no longer read
+        assert!(known(b"c", 60 * S));
+        cache.remove(b"a");
+        assert!(!known(b"a", 60 * S));
         // A cache that stays full sweeps at most once a second.
-        cache.insert(b"a", 3, 100 * S, 60 * S);
-        cache.insert(b"d", 6, 100 * S, 60 * S + 1);
-        assert_eq!(cache.get(b"d", 60 * S + 1), None);
+        cache.keep(b"a", &[bucket(1, 3, 100 * S)], 60 * S);
+        cache.keep(b"d", &[bucket(1, 6, 100 * S)], 60 * S + 1);
+        assert!(!known(b"d", 60 * S + 1));
     }
 }

@@ -122,8 +122,12 @@ impl LimiterBuilder<SlidingWindowConfig> {
     /// ([`max_clock_skew`](LimiterBuilder::max_clock_skew)) plus the
     /// deadline: no process can change it any more, so its count is read
     /// once per client and kept until no decision reads it. In steady
-    /// state a decision is then one increment, whatever `n` is. Each entry
-    /// holds a key and a count, around 100 bytes. The cache assumes time
+    /// state a decision is then one increment, whatever `n` is. The cache
+    /// is kept per client, `n` buckets each, so it holds
+    /// `max(1, buckets / n)` clients; each takes about `16·n + 80` bytes
+    /// plus its key. With more active clients than that, the clients that
+    /// do not fit read their sealed buckets again each time: size it to
+    /// the clients one process sees within a window. The cache assumes time
     /// moves forward: replaying events out of order with
     /// [`check_at`](crate::RateLimiter::check_at) wants it off.
     pub fn sealed_cache(mut self, buckets: usize) -> Self {
@@ -142,7 +146,7 @@ impl LimiterBuilder<SlidingWindowConfig> {
             ));
         }
         let buckets = Buckets::new(settings.quota.period(), n, n)?;
-        let sealed = (config.sealed_cache > 0).then(|| SealedCache::new(config.sealed_cache));
+        let sealed = (config.sealed_cache > 0).then(|| SealedCache::new(config.sealed_cache, n));
         Ok(SlidingWindow {
             inner: WindowCounter {
                 settings,

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::{timeout, Instant};
 
 use super::buckets::{unix_nanos, Buckets};
-use super::sealed::SealedCache;
+use super::sealed::{SealedBucket, SealedCache};
 use super::window_math::{admits, verdict};
 use crate::decision::Decision;
 use crate::error::Error;
@@ -52,33 +52,37 @@ impl WindowCounter {
         let settings = &self.settings;
         settings.check_cost(cost, settings.quota.limit())?;
         let now = unix_nanos(at)?;
-        let (current, older) = self.keys(&settings.keys.client(client), now);
+        let client = settings.keys.client(client);
+        let index = self.buckets.index(now);
+        let current = client.with_suffix(&self.buckets.suffix(index));
         let limit = settings.quota.limit();
         let started = Instant::now();
 
-        // Older buckets whose final count is known locally are not read.
-        let mut counts = vec![0; older.len() + 1];
-        let mut reads = Vec::with_capacity(older.len());
-        let mut read_ages = Vec::with_capacity(older.len());
-        for (age, key) in (1..).zip(&older) {
-            match self.sealed.as_ref().and_then(|cache| cache.get(key, now)) {
-                Some(count) => counts[age] = count,
-                None => {
-                    reads.push(key.clone());
-                    read_ages.push(age);
-                }
-            }
-        }
+        // Older buckets whose final count is known locally are not read,
+        // and their keys are not even built.
+        let mut counts = vec![0; self.buckets.history() as usize + 1];
+        let read_ages = match &self.sealed {
+            Some(cache) => cache.fill(client.as_str().as_bytes(), index, now, &mut counts),
+            None => (1..counts.len()).collect(),
+        };
+        let reads: Vec<Vec<u8>> = read_ages
+            .iter()
+            .map(|&age| client.with_suffix(&self.buckets.suffix(index - age as i64)))
+            .collect();
         let increment = settings
             .store
             .increment(&current, cost, self.buckets.ttl(), &reads);
         let counters = settings.within_deadline(increment).await?;
 
         counts[0] = counters.value;
-        for ((&age, key), count) in read_ages.iter().zip(&reads).zip(&counters.read) {
+        let mut sealed = Vec::new();
+        for (&age, count) in read_ages.iter().zip(&counters.read) {
             let count = count.unwrap_or(0);
             counts[age] = count;
-            self.keep_if_sealed(key, age, count, now);
+            sealed.extend(self.sealed_bucket(index - age as i64, count, now));
+        }
+        if let Some(cache) = &self.sealed {
+            cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
         let elapsed = self.buckets.elapsed_fraction(now);
         let allowed = admits(&counts, elapsed, limit);
@@ -96,25 +100,26 @@ impl WindowCounter {
         Ok(decision.with_used(v.used))
     }
 
-    /// Keeps the count of the bucket `age` buckets before the one holding
-    /// `now` if it is sealed: closed longer ago than the allowed clock skew
-    /// plus the deadline (within which a refund can still land).
-    fn keep_if_sealed(&self, key: &[u8], age: usize, count: u64, now: i64) {
-        let Some(cache) = &self.sealed else {
-            return;
-        };
-        let index = self.buckets.index(now) - age as i64;
+    /// Bucket `index` with its `count`, if it is sealed at `now`: closed
+    /// longer ago than the allowed clock skew plus the deadline (within
+    /// which a refund can still land), so its count is final.
+    fn sealed_bucket(&self, index: i64, count: u64, now: i64) -> Option<SealedBucket> {
+        self.sealed.as_ref()?;
         let settings = &self.settings;
         let allowance = settings.max_clock_skew + settings.deadline;
         let closed = self.buckets.start(index + 1);
         if closed.saturating_add(allowance.as_nanos() as i64) > now {
-            return;
+            return None;
         }
         // The last decision that reads it is in the bucket `history` after.
         let last_read = self
             .buckets
             .start(index + i64::from(self.buckets.history()) + 1);
-        cache.insert(key, count, last_read, now);
+        Some(SealedBucket {
+            index,
+            count,
+            last_read,
+        })
     }
 
     /// Gives a denied request's cost back. The denial stands whatever
@@ -135,7 +140,7 @@ impl WindowCounter {
         // Every bucket the estimate reads right now.
         let keys = self.keys_at(client, settings.clock.now())?;
         if let Some(cache) = &self.sealed {
-            cache.remove(&keys);
+            cache.remove(settings.keys.client(client).as_str().as_bytes());
         }
         settings
             .within_deadline(settings.store.delete(&keys))
