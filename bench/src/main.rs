@@ -4,7 +4,7 @@
 
 mod server;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
 use memcache_ratelimit::{
@@ -71,6 +71,20 @@ struct Args {
     /// Only the memory measurement.
     #[arg(long, conflicts_with = "no_memory")]
     memory_only: bool,
+    /// Use this already-running memcached (`HOST:PORT`) instead of starting
+    /// one; the benchmark then neither pins itself nor measures memory.
+    #[arg(long, value_name = "HOST:PORT", conflicts_with = "memory_only")]
+    server: Option<String>,
+    /// Client modes to run: one hot client id, many random ids, or both.
+    #[arg(long, value_enum, default_value_t = ModeArg::Both)]
+    mode: ModeArg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Hot,
+    Many,
+    Both,
 }
 
 /// What one case does per request.
@@ -472,19 +486,38 @@ fn main() {
         args.in_flight.iter().all(|&n| n >= 1),
         "--in-flight levels must be at least 1"
     );
-    let placement = server::pin_self_or_reexec();
+    let placement = match &args.server {
+        Some(_) => server::Placement {
+            pin_server: None,
+            how: "as started: with `--server` the benchmark does not pin itself".into(),
+        },
+        None => server::pin_self_or_reexec(),
+    };
 
     let kinds: Vec<Kind> = KINDS
         .into_iter()
         .filter(|kind| match &args.only {
+            // A full case name selects that case alone ("SlidingWindow n=1"
+            // is not also n=12); anything else is a substring.
+            Some(filter) if KINDS.iter().any(|k| k.name().eq_ignore_ascii_case(filter)) => {
+                kind.name().eq_ignore_ascii_case(filter)
+            }
             Some(filter) => kind.name().to_lowercase().contains(&filter.to_lowercase()),
             None => true,
         })
         .collect();
     assert!(!kinds.is_empty(), "--only matches no case");
 
-    let binary = args.memcached.clone().unwrap_or_else(server::find_binary);
-    let server = Memcached::start(&binary, placement.pin_server);
+    let (server, binary) = match &args.server {
+        Some(address) => (Memcached::given(address), None),
+        None => {
+            let binary = args.memcached.clone().unwrap_or_else(server::find_binary);
+            (
+                Memcached::start(&binary, placement.pin_server),
+                Some(binary),
+            )
+        }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -492,8 +525,17 @@ fn main() {
 
     let started = Instant::now();
     println!("# memcache-ratelimit benchmark\n");
-    println!("- memcached: `{}` ({})", binary.display(), server.version());
-    println!("- memcached flags: `{}`", server::flags().join(" "));
+    match &binary {
+        Some(binary) => {
+            println!("- memcached: `{}` ({})", binary.display(), server.version());
+            println!("- memcached flags: `{}`", server::flags().join(" "));
+        }
+        None => println!(
+            "- memcached: given with `--server {}` ({}), flags unknown to the benchmark",
+            server.address(),
+            server.version()
+        ),
+    }
     println!(
         "- placement: memcached on CPUs {}; benchmark client on CPUs {} ({}); {} CPUs online",
         server.cpus(),
@@ -512,9 +554,13 @@ fn main() {
     );
     println!();
 
-    let modes = [Mode::Hot, Mode::Many];
+    let modes: &[Mode] = match args.mode {
+        ModeArg::Hot => &[Mode::Hot],
+        ModeArg::Many => &[Mode::Many],
+        ModeArg::Both => &[Mode::Hot, Mode::Many],
+    };
     let mut results: Vec<(Mode, Vec<CaseResult>)> = Vec::new();
-    for mode in modes.into_iter().filter(|_| !args.memory_only) {
+    for &mode in modes.iter().filter(|_| !args.memory_only) {
         let mut mode_results = Vec::new();
         for &kind in &kinds {
             let target = Arc::new(runtime.block_on(target(kind, &server.address())));
@@ -582,8 +628,8 @@ fn main() {
         print_ratios(&results);
     }
 
-    if !args.no_memory {
-        print_memory(&runtime, &binary, &placement, &kinds);
+    if let (false, Some(binary)) = (args.no_memory, &binary) {
+        print_memory(&runtime, binary, &placement, &kinds);
     }
     println!("\nTotal time: {:.0} s.", started.elapsed().as_secs_f64());
 }
@@ -645,7 +691,9 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
     println!("| SlidingWindow | hot, 64 in flight / raw baseline | 100,000 clients, 64 in flight / raw baseline | hot, 256 in flight / raw ceiling | 100,000 clients, 256 in flight / raw ceiling |");
     println!("|---|---:|---:|---:|---:|");
     let ratio = |mode: Mode, kind: Kind, in_flight: usize, base: Kind| -> String {
-        let cases = &results.iter().find(|(m, _)| *m == mode).expect("mode").1;
+        let Some((_, cases)) = results.iter().find(|(m, _)| *m == mode) else {
+            return "n/a".into();
+        };
         match (find(cases, kind, in_flight), find(cases, base, in_flight)) {
             (Some(a), Some(b)) if b > 0.0 => format!("{:.3}", a / b),
             _ => "n/a".into(),

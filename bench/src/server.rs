@@ -153,10 +153,16 @@ pub struct Stats {
     pub items: u64,
 }
 
-/// A memcached process, killed when dropped.
+/// The memcached under test: a process started here (killed when
+/// dropped), or one given with `--server` (left alone).
 pub struct Memcached {
+    address: String,
+    started: Option<Started>,
+}
+
+/// A memcached process this benchmark started.
+struct Started {
     binary: PathBuf,
-    port: u16,
     pin: Option<usize>,
     child: Child,
 }
@@ -215,10 +221,12 @@ impl Memcached {
                 }
                 if TcpStream::connect_timeout(&socket, Duration::from_millis(100)).is_ok() {
                     return Self {
-                        binary: binary.to_owned(),
-                        port,
-                        pin,
-                        child,
+                        address: socket.to_string(),
+                        started: Some(Started {
+                            binary: binary.to_owned(),
+                            pin,
+                            child,
+                        }),
                     };
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -229,23 +237,44 @@ impl Memcached {
         panic!("memcached did not start on any of 5 free ports");
     }
 
-    /// `127.0.0.1:<port>`.
+    /// An already-running memcached at `HOST:PORT`, which must answer
+    /// `version`; it is neither placed nor stopped here.
+    pub fn given(address: &str) -> Self {
+        let server = Self {
+            address: address.to_owned(),
+            started: None,
+        };
+        let reply = server.exchange("version\r\n", |_| true);
+        assert!(
+            reply[0].starts_with("VERSION "),
+            "{address} answered `version` with {reply:?}"
+        );
+        server
+    }
+
+    /// `127.0.0.1:<port>`, or the address given.
     pub fn address(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.address.clone()
     }
 
     /// memcached's allowed CPUs, as /proc lists them.
     pub fn cpus(&self) -> String {
-        let listed = cpus_of(&self.child.id().to_string());
-        match self.pin {
+        let Some(started) = &self.started else {
+            return "unknown (given with `--server`, not started here)".into();
+        };
+        let listed = cpus_of(&started.child.id().to_string());
+        match started.pin {
             Some(cpu) => format!("{listed} (`taskset -c {cpu}`)"),
             None => format!("{listed} (not pinned)"),
         }
     }
 
-    /// `memcached -V`.
+    /// `memcached -V`, or the given server's answer to `version`.
     pub fn version(&self) -> String {
-        Command::new(&self.binary)
+        let Some(started) = &self.started else {
+            return self.exchange("version\r\n", |_| true).join(" ");
+        };
+        Command::new(&started.binary)
             .arg("-V")
             .output()
             .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
@@ -304,7 +333,9 @@ impl Memcached {
 
 impl Drop for Memcached {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(started) = &mut self.started {
+            let _ = started.child.kill();
+            let _ = started.child.wait();
+        }
     }
 }
