@@ -19,6 +19,21 @@ use std::time::{Duration, Instant};
 
 /// Clients in "many" mode and in the memory measurement.
 const MANY_CLIENTS: usize = 100_000;
+/// The in-flight level of the ratios over the raw baseline.
+const RATIO_BASELINE_LEVEL: usize = 64;
+/// The in-flight level of the ratios over the raw ceiling.
+const RATIO_CEILING_LEVEL: usize = 256;
+
+/// Whether a ratio reads `kind` at `in_flight`.
+fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
+    match kind {
+        Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
+        Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
+        Kind::SlidingWindow(_) => true,
+        _ => false,
+    }
+}
+
 /// Most warm-up passes over the clients of "many" mode.
 const WARM_UP_PASSES: usize = 10;
 /// Increments per write in the raw ceiling.
@@ -61,6 +76,11 @@ struct Args {
     /// Smoke test: 1 run of 1 s at 1 and 64 in flight.
     #[arg(long)]
     quick: bool,
+    /// Only what the ratios read: the raw baseline at 64 in flight, the
+    /// raw ceiling at 256, and every SlidingWindow at 64 and 256 (other
+    /// cases are still in the memory table).
+    #[arg(long, conflicts_with_all = ["quick", "in_flight"])]
+    ratios_only: bool,
     /// The memcached binary (default: found on PATH).
     #[arg(long)]
     memcached: Option<std::path::PathBuf>,
@@ -482,6 +502,9 @@ fn main() {
         args.seconds = 1.0;
         args.in_flight = vec![1, 64];
     }
+    if args.ratios_only {
+        args.in_flight = vec![RATIO_BASELINE_LEVEL, RATIO_CEILING_LEVEL];
+    }
     assert!(args.runs >= 1, "--runs must be at least 1");
     assert!(args.seconds > 0.0, "--seconds must be positive");
     assert!(
@@ -592,6 +615,9 @@ fn main() {
                 }
             }
             for &in_flight in &args.in_flight {
+                if args.ratios_only && !read_by_ratios(kind, in_flight) {
+                    continue;
+                }
                 let mut runs = Vec::new();
                 for run in 0..args.runs {
                     server.flush_all();
@@ -716,10 +742,10 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
         let kind = Kind::SlidingWindow(n);
         println!(
             "| n={n} | {} | {} | {} | {} |",
-            ratio(Mode::Hot, kind, 64, Kind::RawBaseline),
-            ratio(Mode::Many, kind, 64, Kind::RawBaseline),
-            ratio(Mode::Hot, kind, 256, Kind::RawCeiling),
-            ratio(Mode::Many, kind, 256, Kind::RawCeiling),
+            ratio(Mode::Hot, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),
+            ratio(Mode::Many, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),
+            ratio(Mode::Hot, kind, RATIO_CEILING_LEVEL, Kind::RawCeiling),
+            ratio(Mode::Many, kind, RATIO_CEILING_LEVEL, Kind::RawCeiling),
         );
     }
     println!();
