@@ -56,9 +56,13 @@ use super::memcached::to_store_error;
 use crate::error::{StoreError, StoreErrorKind};
 
 /// The most jobs one batch carries.
-pub(crate) const MAX_JOBS: usize = 256;
+pub(crate) const MAX_JOBS: usize = 64;
 /// The most operations one batch carries (a bigger job goes out alone).
-pub(crate) const MAX_OPS: usize = 2048;
+/// Batches are kept small because the `memcache` client's cost per
+/// operation grows with the batch: with 64 sliding-window decisions of
+/// about 4 operations each in flight, 128 gave about twice the decisions/s
+/// of 2,048 (see `bench/`).
+pub(crate) const MAX_OPS: usize = 128;
 
 /// One job's results: one per operation, in order. The outer error means
 /// nothing of the job was sent.
@@ -520,7 +524,7 @@ mod tests {
         assert_eq!(lane.take_batch().len(), 10);
         assert!(lane.queue.is_empty());
 
-        for ops in [MAX_OPS + 5, 1000, 1000, 100] {
+        for ops in [MAX_OPS + 5, MAX_OPS / 2, MAX_OPS / 2, 1] {
             let (job, answer) = job(ops);
             lane.queue.push_back(job);
             answers.push(answer);
