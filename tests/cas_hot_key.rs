@@ -197,9 +197,10 @@ async fn one_limiter_at_64_in_flight_never_admits_past_the_bound() {
             tally.allowed
         );
         // Exact, not merely cautious: the tasks ask far more often than the
-        // rate, so the refill is taken as it comes, up to the last moments.
+        // rate, so the refill is taken as it comes, up to the last moments
+        // (a second of slack for a stalled machine near the end).
         assert!(
-            tally.allowed as f64 >= bound - rate * 0.5,
+            tally.allowed as f64 >= bound - rate,
             "{}: admitted only {} of the bound {bound:.1}",
             cas.name,
             tally.allowed
