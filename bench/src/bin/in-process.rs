@@ -197,6 +197,10 @@ type Rows = Vec<(Kind, Vec<RunResult>)>;
 
 struct RunResult {
     per_second: f64,
+    /// Decisions per second of the thread's own time on the CPU (from
+    /// `/proc/thread-self/schedstat`), which leaves out the time it was
+    /// preempted: steadier than `per_second` on a shared machine.
+    per_cpu_second: Option<f64>,
     counts: Counts,
     first_error: Option<String>,
 }
@@ -255,6 +259,7 @@ async fn one_run(target: &Target, clients: &Clients, mode: Mode, seconds: f64) -
     let mut counts = Counts::default();
     let mut first_error = None;
     let mut i = 0u64;
+    let cpu_start = cpu_nanos();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     loop {
@@ -294,11 +299,27 @@ async fn one_run(target: &Target, clients: &Clients, mode: Mode, seconds: f64) -
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let cpu = cpu_start
+        .zip(cpu_nanos())
+        .map(|(start, end)| end.saturating_sub(start) as f64 / 1e9)
+        .filter(|&cpu| cpu > 0.0);
     RunResult {
         per_second: counts.decisions() as f64 / elapsed,
+        per_cpu_second: cpu.map(|cpu| counts.decisions() as f64 / cpu),
         counts,
         first_error,
     }
+}
+
+/// This thread's time on the CPU so far, in nanoseconds, if the kernel
+/// keeps it.
+fn cpu_nanos() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -375,13 +396,16 @@ fn main() {
                 let target = target(kind);
                 let result = runtime.block_on(one_run(&target, &clients, mode, args.seconds));
                 eprintln!(
-                    "[{:>5.0} s] {:?} {} run {}: {:.0}/s ({:.1} ns/decision), allowed {} denied {} errors {}{}",
+                    "[{:>5.0} s] {:?} {} run {}: {:.0}/s ({:.1} ns/decision, {} CPU ns/decision), allowed {} denied {} errors {}{}",
                     started.elapsed().as_secs_f64(),
                     mode,
                     kind.name(),
                     run + 1,
                     result.per_second,
                     1e9 / result.per_second,
+                    result
+                        .per_cpu_second
+                        .map_or("n/a".into(), |cpu| format!("{:.1}", 1e9 / cpu)),
                     result.counts.allowed,
                     result.counts.denied,
                     result.counts.errors,
@@ -407,30 +431,40 @@ fn per_second(runs: &[RunResult]) -> f64 {
     median(runs.iter().map(|r| r.per_second).collect())
 }
 
+fn per_cpu_second(runs: &[RunResult]) -> Option<f64> {
+    let rates: Option<Vec<f64>> = runs.iter().map(|r| r.per_cpu_second).collect();
+    rates.map(median)
+}
+
 fn print_table(mode: Mode, rows: &Rows) {
     let governor = rows
         .iter()
         .find(|(kind, _)| *kind == Kind::Governor)
-        .map(|(_, runs)| per_second(runs));
+        .map(|(_, runs)| runs);
+    let governor_rate = governor.map(|runs| per_second(runs));
+    let governor_cpu = governor.and_then(|runs| per_cpu_second(runs));
     println!("## {}\n", mode.title());
-    println!("| case | decisions/s (median) | ns/decision | × governor | decisions/s per run | allowed | denied | errors |");
-    println!("|---|---:|---:|---:|---|---:|---:|---:|");
+    println!("| case | decisions/s (median) | ns/decision | × governor | CPU ns/decision | × governor (CPU time) | decisions/s per run | allowed | denied | errors |");
+    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|");
     for (kind, runs) in rows {
         let mut counts = Counts::default();
         for run in runs {
             counts.add(run.counts);
         }
         let rate = per_second(runs);
+        let cpu = per_cpu_second(runs);
         let per_run: Vec<String> = runs
             .iter()
             .map(|r| format!("{:.0}", r.per_second))
             .collect();
         println!(
-            "| {} | {:.0} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             kind.name(),
             rate,
             1e9 / rate,
-            ratio(Some(rate), governor),
+            ratio(Some(rate), governor_rate),
+            cpu.map_or("n/a".into(), |cpu| format!("{:.1}", 1e9 / cpu)),
+            ratio(cpu, governor_cpu),
             per_run.join(", "),
             counts.allowed,
             counts.denied,
@@ -463,26 +497,34 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 /// The target of the issue: `Gcra` and `SlidingWindow n=1` at least half
 /// of governor's decisions/s, hot and many.
 fn print_ratios(tables: &[(Mode, Rows)]) {
-    let rate = |mode: Mode, kind: Kind| -> Option<f64> {
+    let runs = |mode: Mode, kind: Kind| -> Option<&Vec<RunResult>> {
         tables
             .iter()
             .find(|(m, _)| *m == mode)
             .and_then(|(_, rows)| rows.iter().find(|(k, _)| *k == kind))
-            .map(|(_, runs)| per_second(runs))
+            .map(|(_, runs)| runs)
     };
-    println!("## Ratio to governor (median decisions/s, same run; target ≥ 0.5 for Gcra and SlidingWindow n=1)\n");
-    println!("| case | hot / governor hot | many / governor many |");
-    println!("|---|---:|---:|");
+    let rate = |mode: Mode, kind: Kind| runs(mode, kind).map(|runs| per_second(runs));
+    let cpu = |mode: Mode, kind: Kind| runs(mode, kind).and_then(|runs| per_cpu_second(runs));
+    println!(
+        "## Ratio to governor (medians, same run; target ≥ 0.5 for Gcra and SlidingWindow n=1)\n"
+    );
+    println!(
+        "| case | hot / governor hot | many / governor many | hot, CPU time | many, CPU time |"
+    );
+    println!("|---|---:|---:|---:|---:|");
     for kind in KINDS.into_iter().filter(|&k| k != Kind::Governor) {
         let (hot, many) = (rate(Mode::Hot, kind), rate(Mode::Many, kind));
         if hot.is_none() && many.is_none() {
             continue;
         }
         println!(
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             kind.name(),
             ratio(hot, rate(Mode::Hot, Kind::Governor)),
             ratio(many, rate(Mode::Many, Kind::Governor)),
+            ratio(cpu(Mode::Hot, kind), cpu(Mode::Hot, Kind::Governor)),
+            ratio(cpu(Mode::Many, kind), cpu(Mode::Many, Kind::Governor)),
         );
     }
     println!();
