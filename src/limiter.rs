@@ -81,7 +81,8 @@ pub trait RateLimiter: Send + Sync {
 }
 
 /// A boxed or shared limiter is a limiter, so decorators such as
-/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time.
+/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time. Every
+/// method goes to the limiter's own, so its shortcuts are kept.
 macro_rules! forward_rate_limiter {
     ($($wrapper:ident),*) => {$(
         #[async_trait]
@@ -92,6 +93,14 @@ macro_rules! forward_rate_limiter {
 
             fn clock(&self) -> &dyn Clock {
                 (**self).clock()
+            }
+
+            async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+                (**self).check(key).await
+            }
+
+            async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+                (**self).check_n(key, cost).await
             }
 
             async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
@@ -108,7 +117,9 @@ macro_rules! forward_rate_limiter {
 forward_rate_limiter!(Box, Arc);
 
 /// Implements [`RateLimiter`] for a public algorithm type by handing every
-/// call to its `inner` engine.
+/// call to its `inner` engine. `check` and `check_n` do what the trait's
+/// defaults do, reading the clock and calling the engine directly: through
+/// the defaults, each of them would be one more boxed future per decision.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
         #[async_trait::async_trait]
@@ -119,6 +130,20 @@ macro_rules! delegate_rate_limiter {
 
             fn clock(&self) -> &dyn $crate::Clock {
                 self.inner.settings.clock.as_ref()
+            }
+
+            async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
+                let now = self.inner.settings.clock.now();
+                self.inner.check_at(key, 1, now).await
+            }
+
+            async fn check_n(
+                &self,
+                key: &[u8],
+                cost: u64,
+            ) -> Result<$crate::Decision, $crate::Error> {
+                let now = self.inner.settings.clock.now();
+                self.inner.check_at(key, cost, now).await
             }
 
             async fn check_at(

@@ -453,6 +453,12 @@ impl<C: CasCore> CasLimiter<C> {
 }
 
 impl<C: CasCore> Engine<C> {
+    /// The store itself: calling through the `Arc` would go by the
+    /// `Store` impl of `Arc`, one more boxed future per call.
+    fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// Queues one request for `key` and waits for its answer, starting the
     /// key's groups if nobody serves it.
     async fn submit(engine: &Arc<Self>, key: Vec<u8>, ask: Ask) -> Answer {
@@ -624,7 +630,7 @@ impl<C: CasCore> Engine<C> {
                 return Ok(Vec::new());
             }
             self.counters.bump(ATTEMPTS);
-            let current = self.store.get(key).await.map_err(Failure::Store)?;
+            let current = self.store().get(key).await.map_err(Failure::Store)?;
             // Again for those who gave up during the read: from here to the
             // write there is no `.await`, so a member is counted exactly when
             // it was still waiting as the write was sent.
@@ -665,7 +671,7 @@ impl<C: CasCore> Engine<C> {
             };
             let value = self.core.encode(last);
             match self
-                .store
+                .store()
                 .put(key, &value, ttl, condition)
                 .await
                 .map_err(Failure::Store)?
