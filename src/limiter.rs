@@ -1,6 +1,8 @@
 //! The façade every algorithm presents, and the settings they share.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -198,11 +200,11 @@ impl Settings {
     /// [`Error::DeadlineExceeded`].
     pub(crate) async fn within_deadline<T, E: Into<Error>>(
         &self,
-        work: impl std::future::Future<Output = Result<T, E>>,
+        work: impl Future<Output = Result<T, E>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(self.deadline, work).await {
-            Ok(outcome) => outcome.map_err(Into::into),
-            Err(_) => Err(Error::DeadlineExceeded(self.deadline)),
+        match timeout(self.deadline, work).await {
+            Some(outcome) => outcome.map_err(Into::into),
+            None => Err(Error::DeadlineExceeded(self.deadline)),
         }
     }
 
@@ -220,6 +222,31 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// `work`, given at most `limit` (`None` past it), as
+/// [`tokio::time::timeout`] runs it, but with the timer started only the
+/// first time the work has to wait: work that completes at once (every call
+/// to an in-process store) costs no timer and no clock read. The limit
+/// counts from that first poll, which does not wait. The timer is polled
+/// outside the task's cooperative budget, so work that spends the budget
+/// cannot keep it from firing.
+pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
+    let mut work = std::pin::pin!(work);
+    let mut timer = std::pin::pin!(None);
+    std::future::poll_fn(|context| {
+        if let Poll::Ready(output) = work.as_mut().poll(context) {
+            return Poll::Ready(Some(output));
+        }
+        if timer.is_none() {
+            timer.set(Some(tokio::task::unconstrained(tokio::time::sleep(limit))));
+        }
+        match timer.as_mut().as_pin_mut().map(|timer| timer.poll(context)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// Builds a limiter: the settings all algorithms share, plus the
@@ -295,7 +322,9 @@ impl<A> LimiterBuilder<A> {
     /// most [`MAX_DEADLINE`]). Past it, the caller gets
     /// [`Error::DeadlineExceeded`] rather than waiting on the store. The
     /// deadline runs on tokio's timer, so the runtime needs its time driver
-    /// (`#[tokio::main]` and `Runtime::new` enable it).
+    /// (`#[tokio::main]` and `Runtime::new` enable it); the timer is only
+    /// started once the store makes a decision wait, so decisions on an
+    /// in-process store never touch it.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self

@@ -104,7 +104,7 @@ use tokio::sync::oneshot;
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
-use crate::limiter::{DeniedRequests, Settings};
+use crate::limiter::{timeout, DeniedRequests, Settings};
 use crate::store::{PutCondition, PutOutcome, Store};
 
 /// The most requests decided in one group: one read, up to this many
@@ -435,8 +435,6 @@ impl<C: CasCore> CasLimiter<C> {
         };
         let key = self.key(client);
         self.engine.counters.bump(DECISIONS);
-        // `within_deadline` creates its timer before `submit` first runs, so
-        // a missing tokio runtime panics there, before any key is claimed.
         settings
             .within_deadline(Engine::submit(&self.engine, key, ask))
             .await
@@ -546,7 +544,7 @@ impl<C: CasCore> Engine<C> {
         loop {
             // One group at most the deadline: by then every member, having
             // arrived before the group started, has given up waiting.
-            let outcome = tokio::time::timeout(self.deadline, self.decide(&key, &mut group)).await;
+            let outcome = timeout(self.deadline, self.decide(&key, &mut group)).await;
             // Take the next group, or let go of the key, before answering
             // this one (see the module documentation for why).
             let next = self.take_group(&key);
@@ -588,20 +586,20 @@ impl<C: CasCore> Engine<C> {
     fn answer(
         &self,
         group: Vec<Waiter>,
-        outcome: Result<Result<Vec<(Decision, Duration)>, Failure>, tokio::time::error::Elapsed>,
+        outcome: Option<Result<Vec<(Decision, Duration)>, Failure>>,
     ) {
         match outcome {
-            Ok(Ok(decided)) => {
+            Some(Ok(decided)) => {
                 for (waiter, decision) in group.into_iter().zip(decided) {
                     let _ = waiter.reply.send(Ok(decision));
                 }
             }
-            Ok(Err(failure)) => {
+            Some(Err(failure)) => {
                 for waiter in group {
                     let _ = waiter.reply.send(Err(failure.error()));
                 }
             }
-            Err(_) => {
+            None => {
                 for waiter in group {
                     let _ = waiter
                         .reply
