@@ -128,7 +128,7 @@ impl MemoryStore {
     }
 
     fn now(&self) -> i64 {
-        self.clock.now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+        self.clock.unix_nanos().unwrap_or(i64::MAX)
     }
 
     fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
