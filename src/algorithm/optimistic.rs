@@ -104,6 +104,7 @@ use tokio::sync::oneshot;
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::key::KeyHasher;
 use crate::limiter::{timeout, DeniedRequests, Settings};
 use crate::store::{PutCondition, PutOutcome, Store};
 
@@ -332,13 +333,13 @@ impl Failure {
 /// The queues of requests waiting per key. A key is present exactly while
 /// a task serves it.
 #[derive(Default)]
-struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>>>);
+struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>>);
 
 impl Queues {
     /// The map. The lock is only ever held for a push, a take or a removal,
     /// none of which can panic midway, so a poisoned lock still holds a
     /// consistent map and is used as is.
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

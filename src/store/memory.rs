@@ -3,7 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use super::{
 };
 use crate::clock::{Clock, SystemClock};
 use crate::error::{StoreError, StoreErrorKind};
+use crate::key::KeyHasher;
 
 const SHARDS: usize = 16;
 
@@ -91,9 +92,7 @@ impl MemoryStore {
 
     /// A store whose items expire by `clock`.
     pub fn with_clock(clock: impl Clock + 'static) -> Self {
-        let hasher = KeyHasher {
-            seed: rand::random(),
-        };
+        let hasher = KeyHasher::random();
         Self {
             clock: Arc::new(clock),
             shards: (0..SHARDS)
@@ -287,45 +286,6 @@ impl Item {
             self.scheduled = expires_at;
             (expires_at, self.created)
         })
-    }
-}
-
-/// Seeded XXH3 of whole keys: [`Hash`](std::hash::Hash) for `[u8]` writes
-/// the length, then the bytes in one call.
-#[derive(Clone, Copy)]
-struct KeyHasher {
-    seed: u64,
-}
-
-impl BuildHasher for KeyHasher {
-    type Hasher = KeyHash;
-
-    fn build_hasher(&self) -> KeyHash {
-        KeyHash {
-            seed: self.seed,
-            hash: 0,
-        }
-    }
-}
-
-struct KeyHash {
-    seed: u64,
-    hash: u64,
-}
-
-impl Hasher for KeyHash {
-    fn write(&mut self, bytes: &[u8]) {
-        self.hash ^= xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.seed);
-    }
-
-    fn write_usize(&mut self, length: usize) {
-        // The length prefix: the bytes that follow already tell keys of
-        // different lengths apart.
-        let _ = length;
-    }
-
-    fn finish(&self) -> u64 {
-        self.hash
     }
 }
 
