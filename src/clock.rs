@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, TimeZone, Utc};
 
@@ -27,6 +27,22 @@ use chrono::{DateTime, TimeZone, Utc};
 pub trait Clock: Send + Sync + fmt::Debug {
     /// The current time.
     fn now(&self) -> DateTime<Utc>;
+
+    /// The current time in nanoseconds since the unix epoch, or `None` if
+    /// an `i64` cannot hold it (before 1677 or after 2262): what
+    /// `now().timestamp_nanos_opt()` returns. [`SystemClock`] and
+    /// [`ManualClock`] answer without building a `DateTime`, which the
+    /// in-process store, reading the time on every call, appreciates.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Clock, ManualClock};
+    ///
+    /// let clock = ManualClock::from_unix_secs(1_700_000_000);
+    /// assert_eq!(clock.unix_nanos(), Some(1_700_000_000_000_000_000));
+    /// ```
+    fn unix_nanos(&self) -> Option<i64> {
+        self.now().timestamp_nanos_opt()
+    }
 }
 
 /// The host's unix time, read through chrono.
@@ -42,6 +58,15 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+
+    fn unix_nanos(&self) -> Option<i64> {
+        match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_nanos()).ok(),
+            Err(before) => i64::try_from(before.duration().as_nanos())
+                .ok()
+                .map(|nanos| -nanos),
+        }
     }
 }
 
@@ -106,6 +131,10 @@ impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         DateTime::from_timestamp_nanos(self.nanos.load(Ordering::SeqCst))
     }
+
+    fn unix_nanos(&self) -> Option<i64> {
+        Some(self.nanos.load(Ordering::SeqCst))
+    }
 }
 
 impl fmt::Debug for ManualClock {
@@ -120,4 +149,25 @@ fn to_nanos(at: DateTime<Utc>) -> i64 {
     } else {
         i64::MAX
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unix_nanos_is_now_in_nanoseconds() {
+        let before = Utc::now().timestamp_nanos_opt().unwrap();
+        let nanos = SystemClock.unix_nanos().unwrap();
+        let after = SystemClock.now().timestamp_nanos_opt().unwrap();
+        assert!(
+            before <= nanos && nanos <= after,
+            "{before} {nanos} {after}"
+        );
+        for at in [i64::MIN, -1, 0, 1_800_000_000_123_456_789, i64::MAX] {
+            let clock = ManualClock::new(DateTime::from_timestamp_nanos(at));
+            assert_eq!(clock.unix_nanos(), Some(at));
+            assert_eq!(clock.unix_nanos(), clock.now().timestamp_nanos_opt());
+        }
+    }
 }

@@ -172,6 +172,63 @@ pub fn is_valid_key(key: &[u8]) -> bool {
     !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > 0x20 && b < 0x7f)
 }
 
+/// Hashes whole keys with XXH3, seeded: fast for keys of a few dozen bytes,
+/// and with a random seed per map, ids chosen by clients cannot be made to
+/// collide. For maps keyed by `Vec<u8>`, `[u8]` or the like, whose
+/// [`Hash`](std::hash::Hash) writes the length, then the bytes in one call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyHasher {
+    seed: u64,
+}
+
+impl KeyHasher {
+    /// A hasher with a random seed.
+    pub(crate) fn random() -> Self {
+        Self {
+            seed: rand::random(),
+        }
+    }
+}
+
+impl Default for KeyHasher {
+    fn default() -> Self {
+        Self::random()
+    }
+}
+
+impl std::hash::BuildHasher for KeyHasher {
+    type Hasher = KeyHash;
+
+    fn build_hasher(&self) -> KeyHash {
+        KeyHash {
+            seed: self.seed,
+            hash: 0,
+        }
+    }
+}
+
+/// One key's hash, from [`KeyHasher`].
+pub(crate) struct KeyHash {
+    seed: u64,
+    hash: u64,
+}
+
+impl std::hash::Hasher for KeyHash {
+    fn write(&mut self, bytes: &[u8]) {
+        self.hash ^= xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.seed);
+    }
+
+    fn write_usize(&mut self, length: usize) {
+        // The length prefix: the bytes that follow already tell keys of
+        // different lengths apart.
+        let _ = length;
+    }
+
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
 fn is_raw_byte(byte: u8) -> bool {
     (0x21..=0x7e).contains(&byte) && byte != HASH_MARK
 }

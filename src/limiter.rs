@@ -1,6 +1,8 @@
 //! The façade every algorithm presents, and the settings they share.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -81,7 +83,8 @@ pub trait RateLimiter: Send + Sync {
 }
 
 /// A boxed or shared limiter is a limiter, so decorators such as
-/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time.
+/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time. Every
+/// method goes to the limiter's own, so its shortcuts are kept.
 macro_rules! forward_rate_limiter {
     ($($wrapper:ident),*) => {$(
         #[async_trait]
@@ -92,6 +95,14 @@ macro_rules! forward_rate_limiter {
 
             fn clock(&self) -> &dyn Clock {
                 (**self).clock()
+            }
+
+            async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+                (**self).check(key).await
+            }
+
+            async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+                (**self).check_n(key, cost).await
             }
 
             async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
@@ -108,7 +119,9 @@ macro_rules! forward_rate_limiter {
 forward_rate_limiter!(Box, Arc);
 
 /// Implements [`RateLimiter`] for a public algorithm type by handing every
-/// call to its `inner` engine.
+/// call to its `inner` engine. `check` and `check_n` do what the trait's
+/// defaults do, reading the clock and calling the engine directly: through
+/// the defaults, each of them would be one more boxed future per decision.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
         #[async_trait::async_trait]
@@ -119,6 +132,20 @@ macro_rules! delegate_rate_limiter {
 
             fn clock(&self) -> &dyn $crate::Clock {
                 self.inner.settings.clock.as_ref()
+            }
+
+            async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
+                let now = self.inner.settings.clock.now();
+                self.inner.check_at(key, 1, now).await
+            }
+
+            async fn check_n(
+                &self,
+                key: &[u8],
+                cost: u64,
+            ) -> Result<$crate::Decision, $crate::Error> {
+                let now = self.inner.settings.clock.now();
+                self.inner.check_at(key, cost, now).await
             }
 
             async fn check_at(
@@ -173,11 +200,11 @@ impl Settings {
     /// [`Error::DeadlineExceeded`].
     pub(crate) async fn within_deadline<T, E: Into<Error>>(
         &self,
-        work: impl std::future::Future<Output = Result<T, E>>,
+        work: impl Future<Output = Result<T, E>>,
     ) -> Result<T, Error> {
-        match tokio::time::timeout(self.deadline, work).await {
-            Ok(outcome) => outcome.map_err(Into::into),
-            Err(_) => Err(Error::DeadlineExceeded(self.deadline)),
+        match timeout(self.deadline, work).await {
+            Some(outcome) => outcome.map_err(Into::into),
+            None => Err(Error::DeadlineExceeded(self.deadline)),
         }
     }
 
@@ -195,6 +222,31 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// `work`, given at most `limit` (`None` past it), as
+/// [`tokio::time::timeout`] runs it, but with the timer started only the
+/// first time the work has to wait: work that completes at once (every call
+/// to an in-process store) costs no timer and no clock read. The limit
+/// counts from that first poll, which does not wait. The timer is polled
+/// outside the task's cooperative budget, so work that spends the budget
+/// cannot keep it from firing.
+pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
+    let mut work = std::pin::pin!(work);
+    let mut timer = std::pin::pin!(None);
+    std::future::poll_fn(|context| {
+        if let Poll::Ready(output) = work.as_mut().poll(context) {
+            return Poll::Ready(Some(output));
+        }
+        if timer.is_none() {
+            timer.set(Some(tokio::task::unconstrained(tokio::time::sleep(limit))));
+        }
+        match timer.as_mut().as_pin_mut().map(|timer| timer.poll(context)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// Builds a limiter: the settings all algorithms share, plus the
@@ -270,7 +322,9 @@ impl<A> LimiterBuilder<A> {
     /// most [`MAX_DEADLINE`]). Past it, the caller gets
     /// [`Error::DeadlineExceeded`] rather than waiting on the store. The
     /// deadline runs on tokio's timer, so the runtime needs its time driver
-    /// (`#[tokio::main]` and `Runtime::new` enable it).
+    /// (`#[tokio::main]` and `Runtime::new` enable it); the timer is only
+    /// started once the store makes a decision wait, so decisions on an
+    /// in-process store never touch it.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self

@@ -57,7 +57,18 @@ fn every(store: Arc<dyn Store>, clock: &ManualClock, quota: &str, policy: CasPol
 }
 
 fn all(f: &Fixture, quota: &str) -> Vec<Cas> {
-    every(f.store.clone(), &f.clock, quota, CasPolicy::default())
+    every(waiting(f), &f.clock, quota, CasPolicy::default())
+}
+
+/// The fixture's store, waiting once per read and write as a round trip
+/// to memcached would: MemoryStore answers at once, so without this a
+/// request would be decided before the next one arrived, and there would
+/// be nothing to combine.
+fn waiting(f: &Fixture) -> Arc<dyn Store> {
+    Arc::new(Slow {
+        inner: f.store.clone(),
+        pause: Duration::ZERO,
+    })
 }
 
 /// Spawns `tasks` tasks that each make `each` decisions for `client` on
@@ -84,14 +95,16 @@ async fn hammer(limiter: &Arc<dyn RateLimiter>, client: &[u8], tasks: usize, eac
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_limiter_never_races_itself_on_a_hot_key() {
     for f in fixtures().await {
-        // MemoryStore answers without ever yielding, so a group would finish
-        // before any other request could join it; a real store awaits the
-        // network. Yield once per call, as the network would.
+        // MemoryStore answers without ever waiting, so a request would be
+        // decided before any other could join it; a real store awaits the
+        // network. Wait a millisecond per call, as a round trip would, so
+        // requests overlap (a mere yield leaves them overlapping only by
+        // the luck of the scheduler).
         let store: Arc<dyn Store> = match f.server {
             Some(_) => f.store.clone(),
             None => Arc::new(Slow {
                 inner: f.store.clone(),
-                pause: Duration::ZERO,
+                pause: Duration::from_millis(1),
             }),
         };
         for cas in every(store.clone(), &f.clock, "50/minute", CasPolicy::default()) {
@@ -133,8 +146,9 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
         for cas in all(&f, "10/minute") {
             let client = unique_client("mixed");
             let l = &cas.limiter;
-            // Polled together, on this one thread: all four queue before the
-            // key's task runs, so they form one group, in this order.
+            // Polled together, on this one thread: the first claims the key
+            // and sends its read at once, alone; the other three queue while
+            // it waits, so they form the next group, in this order.
             let (seven, four, three, one) = tokio::join!(
                 l.check_n(&client, 7),
                 l.check_n(&client, 4),
@@ -150,8 +164,8 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
             let stats = (cas.stats)();
             assert_eq!(
                 (stats.decisions, stats.attempts, stats.combined),
-                (4, 1, 4),
-                "{name}: one read and one write for the group"
+                (4, 2, 3),
+                "{name}: one read and one write for the first, and for the group"
             );
         }
     }
@@ -160,7 +174,7 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
 #[tokio::test]
 async fn each_request_keeps_its_own_time_and_maximum_delay() {
     for f in fixtures().await {
-        let bucket = TokenBucket::builder("10/minute".parse().unwrap(), f.store.clone())
+        let bucket = TokenBucket::builder("10/minute".parse().unwrap(), waiting(&f))
             .clock(f.clock.clone())
             .build()
             .unwrap();
@@ -172,15 +186,16 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
             bucket.check_at(&client, 1, at(6)),
             bucket.check_at(&client, 1, at(6)),
         );
-        // The third request is 6 s later: one token refilled for it.
+        // The first goes alone, the other three as one group. The third
+        // request is 6 s later: one token refilled for it.
         assert_eq!(outcome(&all_ten), (true, 0), "{}", f.name);
         assert!(!outcome(&none_left).0, "{}", f.name);
         assert!(outcome(&six_later).0, "{}", f.name);
         assert!(!outcome(&again).0, "{}", f.name);
-        assert_eq!(bucket.cas_stats().combined, 4);
+        assert_eq!(bucket.cas_stats().combined, 3);
 
         // GCRA's delay mode through one group: each its own maximum delay.
-        let gcra = Gcra::builder("4/second".parse().unwrap(), f.store.clone())
+        let gcra = Gcra::builder("4/second".parse().unwrap(), waiting(&f))
             .burst(1)
             .clock(f.clock.clone())
             .build()
@@ -203,14 +218,14 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
             "{}",
             f.name
         );
-        assert_eq!(gcra.cas_stats().attempts, 1);
+        assert_eq!(gcra.cas_stats().attempts, 2);
     }
 }
 
 #[tokio::test]
 async fn a_group_of_denials_writes_nothing() {
     for f in fixtures().await {
-        let store = Arc::new(CountingStore::new(f.store.clone()));
+        let store = Arc::new(CountingStore::new(waiting(&f)));
         for cas in every(store.clone(), &f.clock, "2/minute", CasPolicy::default()) {
             let client = unique_client("denials");
             let l = &cas.limiter;
@@ -228,8 +243,8 @@ async fn a_group_of_denials_writes_nothing() {
             let after = store.calls();
             assert_eq!(
                 (after.gets - before.gets, after.puts - before.puts),
-                (1, 0),
-                "{} {}: one read, no write",
+                (2, 0),
+                "{} {}: one read for the first, one for the other three, no write",
                 f.name,
                 cas.name
             );
@@ -367,7 +382,7 @@ async fn callers_that_give_up_never_stall_the_others() {
 #[tokio::test]
 async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
     for f in fixtures().await {
-        let losing = Arc::new(LosingCas::new(f.store.clone()));
+        let losing = Arc::new(LosingCas::new(waiting(&f)));
         let policy =
             CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100)).unwrap();
         for cas in every(losing.clone(), &f.clock, "10/minute", policy) {
@@ -375,8 +390,11 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
             let client = unique_client("losing");
             let l = &cas.limiter;
 
-            // Three lost writes, then the fourth attempt lands for all five.
-            losing.lose_next(3);
+            // The first request goes alone, and the other four queue while it
+            // is in flight. Seven lost writes: the first loses all its four
+            // attempts, then the group loses three and its fourth attempt
+            // lands for all four.
+            losing.lose_next(7);
             let won = tokio::join!(
                 l.check(&client),
                 l.check(&client),
@@ -384,7 +402,12 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                 l.check(&client),
                 l.check(&client),
             );
-            let remaining: Vec<u64> = [won.0, won.1, won.2, won.3, won.4]
+            assert!(
+                matches!(won.0, Err(Error::Contention { attempts: 4 })),
+                "{name}: {:?}",
+                won.0
+            );
+            let remaining: Vec<u64> = [won.1, won.2, won.3, won.4]
                 .into_iter()
                 .map(|d| {
                     let d = d.unwrap();
@@ -392,21 +415,23 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                     d.remaining()
                 })
                 .collect();
-            assert_eq!(remaining, [9, 8, 7, 6, 5], "{name}");
+            assert_eq!(remaining, [9, 8, 7, 6], "{name}");
             let stats = (cas.stats)();
             assert_eq!(
                 (
                     stats.attempts,
                     stats.conflicts,
                     stats.retries,
-                    stats.combined
+                    stats.combined,
+                    stats.exhausted
                 ),
-                (4, 3, 3, 5),
+                (8, 7, 6, 4, 1),
                 "{name}"
             );
 
-            // Every attempt lost: every member gets Contention.
-            losing.lose_next(4);
+            // Every attempt lost, for the first and for the group behind it:
+            // every member gets Contention.
+            losing.lose_next(8);
             let lost = tokio::join!(l.check(&client), l.check(&client), l.check(&client));
             for outcome in [lost.0, lost.1, lost.2] {
                 assert!(
@@ -415,10 +440,10 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                 );
             }
             let stats = (cas.stats)();
-            assert_eq!((stats.attempts, stats.exhausted), (8, 3), "{name}");
-            // Nothing was taken by the failed group.
+            assert_eq!((stats.attempts, stats.exhausted), (16, 4), "{name}");
+            // Nothing was taken by the failed groups.
             let next = l.check(&client).await.unwrap();
-            assert_eq!((next.is_allowed(), next.remaining()), (true, 4), "{name}");
+            assert_eq!((next.is_allowed(), next.remaining()), (true, 5), "{name}");
             assert_eq!((cas.stats)().decisions, 9, "{name}");
         }
     }

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Datelike, Timelike, Utc};
+use chrono::{DateTime, Utc};
 
 use crate::error::{ConfigError, Error};
 use crate::quota::compact_duration;
@@ -107,42 +107,120 @@ impl Buckets {
 
     /// The key suffix naming bucket `index`: its start in UTC as chrono's
     /// `%Y%m%d%H%M[%S[%3f]]` would format it, plus the bucket length unless
-    /// it is one minute. The digits are written from chrono's calendar
-    /// fields directly, since this runs for every key of every decision
-    /// and parsing the format string each time would dominate it; a test
-    /// holds the two to the same output.
-    pub(crate) fn suffix(&self, index: i64) -> String {
-        let start = DateTime::<Utc>::from_timestamp_nanos(self.start(index));
-        let mut suffix = String::with_capacity(32);
-        if (0..=9999).contains(&start.year()) {
-            push_digits(&mut suffix, start.year() as u32, 4);
-            for field in [start.month(), start.day(), start.hour(), start.minute()] {
-                push_digits(&mut suffix, field, 2);
+    /// it is one minute. This runs for every key of every decision, so the
+    /// calendar fields are computed from the day number directly
+    /// ([`civil_from_days`]) and the digits written into a buffer on the
+    /// stack, with no allocation; a test holds it to chrono's output.
+    pub(crate) fn suffix(&self, index: i64) -> Suffix {
+        let start = self.start(index);
+        let mut suffix = Suffix::default();
+        let secs = start.div_euclid(1_000_000_000);
+        let millis = (start.rem_euclid(1_000_000_000) / 1_000_000) as u32;
+        let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+        let of_day = secs.rem_euclid(86_400) as u32;
+        if (0..=9999).contains(&year) {
+            suffix.push_digits(year as u32, 4);
+            for field in [month, day, of_day / 3_600, of_day / 60 % 60] {
+                suffix.push_digits(field, 2);
             }
             if self.format != "%Y%m%d%H%M" {
-                push_digits(&mut suffix, start.second(), 2);
+                suffix.push_digits(of_day % 60, 2);
             }
             if self.format == "%Y%m%d%H%M%S%3f" {
-                push_digits(&mut suffix, start.timestamp_subsec_millis(), 3);
+                suffix.push_digits(millis, 3);
             }
         } else {
+            let start = DateTime::<Utc>::from_timestamp_nanos(start);
             suffix.push_str(&start.format(self.format).to_string());
         }
         if let Some(tag) = &self.tag {
-            suffix.push('-');
+            suffix.push_str("-");
             suffix.push_str(tag);
         }
         suffix
     }
 }
 
-/// Appends `value` as exactly `width` decimal digits, zero-padded.
-fn push_digits(out: &mut String, value: u32, width: u32) {
-    let mut divisor = 10u32.pow(width - 1);
-    while divisor > 0 {
-        out.push(char::from(b'0' + (value / divisor % 10) as u8));
-        divisor /= 10;
+/// A key suffix, on the stack.
+#[derive(Clone, Copy)]
+pub(crate) struct Suffix {
+    bytes: [u8; Suffix::CAPACITY],
+    len: usize,
+}
+
+impl Suffix {
+    /// Longer than any suffix a key has room for.
+    const CAPACITY: usize = 64;
+
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("ASCII digits and tags")
     }
+
+    fn push_str(&mut self, text: &str) {
+        let end = self.len + text.len();
+        assert!(end <= Self::CAPACITY, "key suffix too long: {text:?}");
+        self.bytes[self.len..end].copy_from_slice(text.as_bytes());
+        self.len = end;
+    }
+
+    /// Appends `value` as exactly `width` decimal digits, zero-padded.
+    fn push_digits(&mut self, value: u32, width: u32) {
+        let mut divisor = 10u32.pow(width - 1);
+        while divisor > 0 {
+            self.bytes[self.len] = b'0' + (value / divisor % 10) as u8;
+            self.len += 1;
+            divisor /= 10;
+        }
+    }
+}
+
+impl Default for Suffix {
+    fn default() -> Self {
+        Self {
+            bytes: [0; Self::CAPACITY],
+            len: 0,
+        }
+    }
+}
+
+impl std::ops::Deref for Suffix {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Debug for Suffix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl<T: AsRef<str> + ?Sized> PartialEq<T> for Suffix {
+    fn eq(&self, other: &T) -> bool {
+        self.as_str() == other.as_ref()
+    }
+}
+
+/// The proleptic Gregorian `(year, month, day)` of `days` after
+/// 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097); // [0, 146096]
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365; // [0, 399]
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100); // [0, 365]
+    let shifted_month = (5 * day_of_year + 2) / 153; // [0, 11], from March
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// `at` as unix nanoseconds, or the error for a clock beyond 2262.

@@ -24,17 +24,30 @@
 //! arrival order, so every algorithm stays exact; a hot key costs one read
 //! and one write per group instead of a storm of lost races.
 //!
-//! The group runs on its own spawned task, never inside a caller's future:
+//! A group never waits inside a caller's future:
 //!
-//! - Why not let the first caller (a "leader") run it inline? A caller's
-//!   future can be dropped at any `.await` (its deadline, a `select!`, a
-//!   client hanging up). A leader dropped while its group's write is in
-//!   flight would leave the other members with no answer and no way to
-//!   know whether their requests were written; taking over and deciding
-//!   again could count them twice, and failing them punishes them for
-//!   someone else's deadline. A spawned task is dropped by nobody's
-//!   deadline: it finishes the group (bounded by the limiter's deadline and
-//!   the attempts) and hands every member its own answer.
+//! - The request that finds its key idle claims it and decides the key's
+//!   first group (itself, and anyone who queued meanwhile) at once, within
+//!   its own poll, for as long as the store answers without waiting, as
+//!   [`MemoryStore`](crate::MemoryStore) always does: an in-process
+//!   decision then costs no task and no trip through the scheduler. The
+//!   first time the store makes the group wait (a round trip to
+//!   memcached), the rest of the key's work moves, as it is, to a spawned
+//!   task, before the caller's future returns to its executor.
+//! - Why never wait in the caller ("leader") itself? A caller's future can
+//!   be dropped at any `.await` (its deadline, a `select!`, a client
+//!   hanging up). A leader dropped while its group's write is in flight
+//!   would leave the other members with no answer and no way to know
+//!   whether their requests were written; taking over and deciding again
+//!   could count them twice, and failing them punishes them for someone
+//!   else's deadline. Work that runs within one poll cannot be dropped
+//!   halfway, and a spawned task is dropped by nobody's deadline: it
+//!   finishes the group (bounded by the limiter's deadline and the
+//!   attempts) and hands every member its own answer.
+//! - A group is formed when its read is sent: requests that arrive while a
+//!   group is in flight make up the next group. With a store that answers
+//!   without waiting, requests for a key never overlap, so each is its own
+//!   group; there is nothing to combine.
 //! - A member that stops waiting (its deadline passed, or its future was
 //!   dropped) closes its channel. If that happens before its group's write
 //!   is sent, it is left out of the decision and nothing is counted for it.
@@ -45,12 +58,12 @@
 //!   either way: each was made on the state the ones before it left.
 //! - The bookkeeping is a `std::sync::Mutex<HashMap<key, queue>>`, held only
 //!   to push a request or take a group, never across an `.await`. A key is
-//!   in the map exactly while a task serves it: the request that finds the
-//!   key missing inserts it and spawns the task; the task removes the key,
+//!   in the map exactly while it is served: the request that finds the key
+//!   missing inserts it and starts serving it; serving removes the key,
 //!   under the same lock, when it finds the queue empty. So a request either
-//!   joins a queue that a live task will still take, or starts a new task:
-//!   none is lost, and none waits on a task that has gone.
-//! - The task removes its key *before* it hands out the last group's
+//!   joins a queue that will still be taken, or starts serving the key
+//!   itself: none is lost, and none waits on a task that has gone.
+//! - Serving removes its key *before* it hands out the last group's
 //!   answers, so once a caller has its answer no task of its runtime still
 //!   holds the key: a runtime that stops being driven after its last
 //!   decision (a `block_on` that returned) does not leave the key stuck for
@@ -58,18 +71,18 @@
 //!   once still needs a runtime to keep running while a key's task it
 //!   started has work; a multi-thread runtime always does. A request stuck
 //!   otherwise ends at its deadline.)
-//! - If the task stops abnormally (a panic, or its runtime shutting down),
-//!   a guard removes the key and drops the queued requests' channels: they
-//!   get an error at once rather than waiting out their deadlines, and the
-//!   next request starts a fresh task.
+//! - If serving stops abnormally (a panic, caught whether it happens within
+//!   the first caller's poll or on the spawned task, or the runtime
+//!   shutting down), a guard removes the key and drops the queued requests'
+//!   channels: they get an error at once rather than waiting out their
+//!   deadlines, and the next request starts afresh.
 //! - A group holds at most `MAX_GROUP` (1,024) requests, so one
 //!   read-decide-write stays bounded however hot the key; the rest wait
 //!   for the next group.
 //!
-//! The price is a task spawn each time a key goes from idle to busy (so
-//! once per request when requests for a key never overlap) and a channel
-//! per request, small beside a round trip to memcached; an idle key costs
-//! nothing (it is not in the map).
+//! The price is a channel per request, and a task spawn each time a key's
+//! group has to wait for the store, small beside a round trip to memcached;
+//! an idle key costs nothing (it is not in the map).
 //!
 //! Combining is per limiter and per key; limiters in other processes (or
 //! another limiter object in this one) on the same key still race, through
@@ -77,8 +90,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -88,7 +104,8 @@ use tokio::sync::oneshot;
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
-use crate::limiter::{DeniedRequests, Settings};
+use crate::key::KeyHasher;
+use crate::limiter::{timeout, DeniedRequests, Settings};
 use crate::store::{PutCondition, PutOutcome, Store};
 
 /// The most requests decided in one group: one read, up to this many
@@ -316,13 +333,13 @@ impl Failure {
 /// The queues of requests waiting per key. A key is present exactly while
 /// a task serves it.
 #[derive(Default)]
-struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>>>);
+struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>>);
 
 impl Queues {
     /// The map. The lock is only ever held for a push, a take or a removal,
     /// none of which can panic midway, so a poisoned lock still holds a
     /// consistent map and is used as is.
-    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -419,8 +436,6 @@ impl<C: CasCore> CasLimiter<C> {
         };
         let key = self.key(client);
         self.engine.counters.bump(DECISIONS);
-        // `within_deadline` creates its timer before `submit` first runs, so
-        // a missing tokio runtime panics there, before any key is claimed.
         settings
             .within_deadline(Engine::submit(&self.engine, key, ask))
             .await
@@ -437,10 +452,16 @@ impl<C: CasCore> CasLimiter<C> {
 }
 
 impl<C: CasCore> Engine<C> {
+    /// The store itself: calling through the `Arc` would go by the
+    /// `Store` impl of `Arc`, one more boxed future per call.
+    fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// Queues one request for `key` and waits for its answer, starting the
-    /// key's task if none serves it.
+    /// key's groups if nobody serves it.
     async fn submit(engine: &Arc<Self>, key: Vec<u8>, ask: Ask) -> Answer {
-        let (reply, answer) = oneshot::channel();
+        let (reply, mut answer) = oneshot::channel();
         let waiter = Waiter { ask, reply };
         let idle = {
             let mut queues = engine.queues.lock();
@@ -455,16 +476,25 @@ impl<C: CasCore> Engine<C> {
                 }
             }
         };
-        // No `.await` between claiming the key and spawning its task, so a
-        // caller dropped here cannot leave the key claimed with no task.
+        // No `.await` between claiming the key and starting to serve it, so
+        // a caller dropped here cannot leave the key claimed with nobody
+        // serving it.
         if idle {
-            tokio::spawn(Arc::clone(engine).serve(key));
+            Self::start(engine, key).await;
         }
-        match answer.await {
+        // A group that finished while starting has answered already: take
+        // the answer without waiting (nor spending the task's cooperative
+        // budget on a channel that is ready).
+        let received = match answer.try_recv() {
+            Ok(answer) => Ok(answer),
+            Err(oneshot::error::TryRecvError::Empty) => answer.await.map_err(|_| ()),
+            Err(oneshot::error::TryRecvError::Closed) => Err(()),
+        };
+        match received {
             Ok(answer) => answer,
-            // The task ended without answering: it panicked, or its runtime
-            // is shutting down. The request may have been written.
-            Err(_) => Err(Error::Store(
+            // The key's groups ended without answering: a panic, or the
+            // runtime shutting down. The request may have been written.
+            Err(()) => Err(Error::Store(
                 StoreError::new(
                     StoreErrorKind::Io,
                     "the compare-and-swap task for this key stopped before answering",
@@ -474,7 +504,33 @@ impl<C: CasCore> Engine<C> {
         }
     }
 
-    /// The key's task: decides groups until its queue is empty.
+    /// Serves a key just claimed. Its groups are decided right here, within
+    /// the caller's poll, as long as the store answers without waiting; the
+    /// first time it makes them wait, the rest moves to a spawned task.
+    /// Never waits itself, so the caller cannot be dropped while it holds
+    /// the key's groups (see the module documentation).
+    async fn start(engine: &Arc<Self>, key: Vec<u8>) {
+        let mut serving = Box::pin(Arc::clone(engine).serve(key));
+        let first = std::future::poll_fn(|context| {
+            Poll::Ready(panic::catch_unwind(AssertUnwindSafe(|| {
+                serving.as_mut().poll(context)
+            })))
+        })
+        .await;
+        match first {
+            Ok(Poll::Ready(())) => {}
+            Ok(Poll::Pending) => {
+                tokio::spawn(serving);
+            }
+            // A panic in the core or the store, caught as a spawned task's
+            // would be: unwinding dropped the key's guard, which let go of
+            // the key and of the queued requests' channels, so each of them
+            // gets an error.
+            Err(_) => {}
+        }
+    }
+
+    /// Serves the key: decides groups until its queue is empty.
     async fn serve(self: Arc<Self>, key: Vec<u8>) {
         let mut release = Release {
             queues: &self.queues,
@@ -485,10 +541,11 @@ impl<C: CasCore> Engine<C> {
             release.armed = false;
             return;
         };
+        let mut yielded = false;
         loop {
             // One group at most the deadline: by then every member, having
             // arrived before the group started, has given up waiting.
-            let outcome = tokio::time::timeout(self.deadline, self.decide(&key, &mut group)).await;
+            let outcome = timeout(self.deadline, self.decide(&key, &mut group)).await;
             // Take the next group, or let go of the key, before answering
             // this one (see the module documentation for why).
             let next = self.take_group(&key);
@@ -499,6 +556,14 @@ impl<C: CasCore> Engine<C> {
             match next {
                 Some(waiting) => group = waiting,
                 None => return,
+            }
+            // Back-to-back groups: give way once, so that a caller serving
+            // the key within its own poll (see `start`) hands the rest to a
+            // task and returns, rather than serving others for as long as
+            // they keep coming.
+            if !yielded {
+                yielded = true;
+                tokio::task::yield_now().await;
             }
         }
     }
@@ -522,20 +587,20 @@ impl<C: CasCore> Engine<C> {
     fn answer(
         &self,
         group: Vec<Waiter>,
-        outcome: Result<Result<Vec<(Decision, Duration)>, Failure>, tokio::time::error::Elapsed>,
+        outcome: Option<Result<Vec<(Decision, Duration)>, Failure>>,
     ) {
         match outcome {
-            Ok(Ok(decided)) => {
+            Some(Ok(decided)) => {
                 for (waiter, decision) in group.into_iter().zip(decided) {
                     let _ = waiter.reply.send(Ok(decision));
                 }
             }
-            Ok(Err(failure)) => {
+            Some(Err(failure)) => {
                 for waiter in group {
                     let _ = waiter.reply.send(Err(failure.error()));
                 }
             }
-            Err(_) => {
+            None => {
                 for waiter in group {
                     let _ = waiter
                         .reply
@@ -564,7 +629,7 @@ impl<C: CasCore> Engine<C> {
                 return Ok(Vec::new());
             }
             self.counters.bump(ATTEMPTS);
-            let current = self.store.get(key).await.map_err(Failure::Store)?;
+            let current = self.store().get(key).await.map_err(Failure::Store)?;
             // Again for those who gave up during the read: from here to the
             // write there is no `.await`, so a member is counted exactly when
             // it was still waiting as the write was sent.
@@ -605,7 +670,7 @@ impl<C: CasCore> Engine<C> {
             };
             let value = self.core.encode(last);
             match self
-                .store
+                .store()
                 .put(key, &value, ttl, condition)
                 .await
                 .map_err(Failure::Store)?
@@ -727,16 +792,58 @@ mod tests {
         }
     }
 
-    fn limiter(limit: u64) -> Arc<CasLimiter<Count>> {
+    /// A [`MemoryStore`] whose reads and writes each wait once, as a
+    /// round trip to memcached would, so requests for a key overlap.
+    #[derive(Debug, Default)]
+    struct Waiting(MemoryStore);
+
+    #[async_trait::async_trait]
+    impl Store for Waiting {
+        async fn increment(
+            &self,
+            key: &[u8],
+            delta: u64,
+            ttl: Duration,
+            also_read: &[Vec<u8>],
+        ) -> Result<crate::store::Counters, StoreError> {
+            self.0.increment(key, delta, ttl, also_read).await
+        }
+
+        async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+            self.0.decrement(key, delta).await
+        }
+
+        async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+            self.0.get_counters(keys).await
+        }
+
+        async fn get(&self, key: &[u8]) -> Result<Option<crate::store::Versioned>, StoreError> {
+            tokio::task::yield_now().await;
+            self.0.get(key).await
+        }
+
+        async fn put(
+            &self,
+            key: &[u8],
+            value: &[u8],
+            ttl: Duration,
+            condition: PutCondition,
+        ) -> Result<PutOutcome, StoreError> {
+            tokio::task::yield_now().await;
+            self.0.put(key, value, ttl, condition).await
+        }
+
+        async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+            self.0.delete(keys).await
+        }
+    }
+
+    fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
         // Through the builder, so the test follows whatever settings exist.
-        let (settings, ()) = LimiterBuilder::new(
-            "10/minute".parse().unwrap(),
-            Arc::new(MemoryStore::new()),
-            (),
-        )
-        .deadline(Duration::from_secs(10))
-        .into_settings()
-        .unwrap();
+        let (settings, ()) = LimiterBuilder::new("10/minute".parse().unwrap(), store, ())
+            .deadline(Duration::from_secs(10))
+            .into_settings()
+            .unwrap();
         Arc::new(CasLimiter::new(
             settings,
             Count { limit },
@@ -744,13 +851,19 @@ mod tests {
         ))
     }
 
+    /// On a store that waits like memcached.
+    fn limiter(limit: u64) -> Arc<CasLimiter<Count>> {
+        limiter_on(Arc::new(Waiting::default()), limit)
+    }
+
     fn keys_in_flight(limiter: &CasLimiter<Count>) -> usize {
         limiter.engine.queues.lock().len()
     }
 
     /// Spawns `costs.len()` requests for one client, in order, and returns
-    /// their answers in the same order. On a current-thread runtime they all
-    /// queue before the key's task first runs.
+    /// their answers in the same order. On a current-thread runtime the
+    /// first claims the key and sends its read; the others all queue while
+    /// it waits, and are taken as the next group.
     async fn burst(limiter: &Arc<CasLimiter<Count>>, costs: &[u64]) -> Vec<Answer> {
         let tasks: Vec<_> = costs
             .iter()
@@ -778,16 +891,18 @@ mod tests {
             .count();
         assert_eq!(allowed, 1_000);
         let stats = limiter.stats();
-        // 1,024 then 476: two reads, two writes.
-        assert_eq!((stats.decisions, stats.attempts), (1_500, 2));
-        assert_eq!(stats.combined, 1_500);
+        // The first alone, then 1,024 and 475: three reads, three writes.
+        assert_eq!((stats.decisions, stats.attempts), (1_500, 3));
+        assert_eq!(stats.combined, 1_499);
         assert_eq!(keys_in_flight(&limiter), 0);
     }
 
     #[tokio::test]
     async fn a_panicking_group_fails_its_members_and_frees_the_key() {
         let limiter = limiter(10);
-        let answers = burst(&limiter, &[1, PANIC, 1]).await;
+        // The panic comes after the first read, on the spawned task, with
+        // the other two queued behind it.
+        let answers = burst(&limiter, &[PANIC, 1, 1]).await;
         for answer in &answers {
             assert!(
                 matches!(answer, Err(Error::Store(e)) if e.is_ambiguous()),
@@ -802,5 +917,35 @@ mod tests {
             .unwrap();
         assert_eq!(decision.remaining(), 7);
         assert_eq!(keys_in_flight(&limiter), 0);
+    }
+
+    #[tokio::test]
+    async fn a_store_that_never_waits_is_served_within_the_callers_poll() {
+        let limiter = limiter_on(Arc::new(MemoryStore::new()), 10);
+        let noop = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(noop);
+        for remaining in [9, 8, 7] {
+            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
+            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
+                panic!("a decision on MemoryStore waited");
+            };
+            assert_eq!(answer.unwrap().0.remaining(), remaining);
+            assert_eq!(keys_in_flight(&limiter), 0);
+        }
+        // A panic within the caller's poll is caught as a task's would be:
+        // an error for the caller, and the key let go.
+        let answer = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO).await;
+        assert!(
+            matches!(&answer, Err(Error::Store(e)) if e.is_ambiguous()),
+            "{answer:?}"
+        );
+        assert_eq!(keys_in_flight(&limiter), 0);
+        let (decision, _) = limiter
+            .step(b"c", 1, Utc::now(), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(decision.remaining(), 6);
+        let stats = limiter.stats();
+        assert_eq!((stats.decisions, stats.combined), (5, 0));
     }
 }

@@ -3,6 +3,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -15,6 +16,7 @@ use super::{
 };
 use crate::clock::{Clock, SystemClock};
 use crate::error::{StoreError, StoreErrorKind};
+use crate::key::KeyHasher;
 
 const SHARDS: usize = 16;
 
@@ -47,21 +49,34 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     shards: Box<[Mutex<Shard>]>,
     versions: AtomicU64,
+    /// Seeds the hash of keys (shard and map), so that ids chosen by
+    /// clients cannot be made to collide.
+    hasher: KeyHasher,
 }
 
-#[derive(Default)]
+/// One shard. A key is held once, shared by the map and its expiry entry.
 struct Shard {
-    items: HashMap<Vec<u8>, Item>,
-    /// When each item expires, with the version it was created at, so a key
-    /// deleted and created again is not reclaimed on its old schedule.
-    expiries: BinaryHeap<Reverse<(i64, u64, Vec<u8>)>>,
+    items: HashMap<Arc<[u8]>, Item, KeyHasher>,
+    /// When items are due to be looked at for expiry: `(when, created,
+    /// key)`. Each item has exactly one live entry, at `Item::scheduled`,
+    /// never after it expires; an entry whose item is gone, was created
+    /// again (`created` differs) or was rescheduled (the time differs) is
+    /// stale and dropped when it comes up. An item written again with a
+    /// later expiry keeps its entry, which is moved on when it comes up.
+    expiries: BinaryHeap<Reverse<Expiry>>,
 }
+
+/// An expiry entry: when, the item's `created`, its key.
+type Expiry = (i64, u64, Arc<[u8]>);
 
 struct Item {
     value: Value,
     version: u64,
+    /// The version the item was created at, naming its expiry entry.
     created: u64,
     expires_at: i64,
+    /// When its expiry entry comes up: at most `expires_at`.
+    scheduled: i64,
 }
 
 enum Value {
@@ -77,10 +92,19 @@ impl MemoryStore {
 
     /// A store whose items expire by `clock`.
     pub fn with_clock(clock: impl Clock + 'static) -> Self {
+        let hasher = KeyHasher::random();
         Self {
             clock: Arc::new(clock),
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        items: HashMap::with_hasher(hasher),
+                        expiries: BinaryHeap::new(),
+                    })
+                })
+                .collect(),
             versions: AtomicU64::new(0),
+            hasher,
         }
     }
 
@@ -103,11 +127,13 @@ impl MemoryStore {
     }
 
     fn now(&self) -> i64 {
-        self.clock.now().timestamp_nanos_opt().unwrap_or(i64::MAX)
+        self.clock.unix_nanos().unwrap_or(i64::MAX)
     }
 
     fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
-        let index = xxhash_rust::xxh3::xxh3_64(key) as usize % SHARDS;
+        // The top bits: the map uses the low ones, so a shard's keys still
+        // spread over all of its buckets.
+        let index = (self.hasher.hash_one(key) >> 56) as usize % SHARDS;
         lock(&self.shards[index])
     }
 
@@ -168,34 +194,98 @@ impl Shard {
         self.items.get_mut(key).filter(|item| item.expires_at > now)
     }
 
+    /// Writes a whole new item at `key`: value, version and expiry. An item
+    /// already held there (live, or expired and not reclaimed yet) is
+    /// overwritten in place, keeping its key and its expiry entry, which is
+    /// only rescheduled if the new expiry comes before it; otherwise the
+    /// key is stored once, shared by the map and a new expiry entry.
+    fn write(&mut self, key: &[u8], value: &[u8], version: u64, expires_at: i64) {
+        let Some(item) = self.items.get_mut(key) else {
+            return self.insert(key, Value::Bytes(value.to_vec()), version, expires_at);
+        };
+        match &mut item.value {
+            // Reuse the buffer unless it is far too big for the value.
+            Value::Bytes(bytes) if bytes.capacity() <= 2 * value.len() + 64 => {
+                bytes.clear();
+                bytes.extend_from_slice(value);
+            }
+            other => *other = Value::Bytes(value.to_vec()),
+        }
+        if let Some(entry) = item.renew(version, expires_at) {
+            self.schedule(key, entry);
+        }
+    }
+
+    /// Creates the counter at `key` at `value`, as a new item (in place, as
+    /// [`write`](Self::write) does).
+    fn create_counter(&mut self, key: &[u8], value: u64, version: u64, expires_at: i64) {
+        let Some(item) = self.items.get_mut(key) else {
+            return self.insert(key, Value::Counter(value), version, expires_at);
+        };
+        item.value = Value::Counter(value);
+        if let Some(entry) = item.renew(version, expires_at) {
+            self.schedule(key, entry);
+        }
+    }
+
+    /// A new expiry entry `(when, created)` for the item held at `key`.
+    fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
+        let (key, _) = self.items.get_key_value(key).expect("a held item");
+        let key = Arc::clone(key);
+        self.expiries.push(Reverse((when, created, key)));
+    }
+
     fn insert(&mut self, key: &[u8], value: Value, version: u64, expires_at: i64) {
+        let key: Arc<[u8]> = Arc::from(key);
         self.expiries
-            .push(Reverse((expires_at, version, key.to_vec())));
+            .push(Reverse((expires_at, version, Arc::clone(&key))));
         self.items.insert(
-            key.to_vec(),
+            key,
             Item {
                 value,
                 version,
                 created: version,
                 expires_at,
+                scheduled: expires_at,
             },
         );
     }
 
     fn reclaim(&mut self, now: i64) {
-        while let Some(Reverse((expires_at, _, _))) = self.expiries.peek() {
-            if *expires_at > now {
+        while let Some(Reverse((when, _, _))) = self.expiries.peek() {
+            if *when > now {
                 break;
             }
-            let Reverse((_, created, key)) = self.expiries.pop().expect("peeked");
-            if self
-                .items
-                .get(&key)
-                .is_some_and(|item| item.created == created)
-            {
+            let Reverse((when, created, key)) = self.expiries.pop().expect("peeked");
+            let Some(item) = self.items.get_mut(&key) else {
+                continue; // deleted
+            };
+            if item.created != created || item.scheduled != when {
+                continue; // a stale entry: the item has a newer one
+            }
+            if item.expires_at <= now {
                 self.items.remove(&key);
+            } else {
+                // Written again since, with a later expiry: look again then.
+                item.scheduled = item.expires_at;
+                let at = item.expires_at;
+                self.expiries.push(Reverse((at, created, key)));
             }
         }
+    }
+}
+
+impl Item {
+    /// The new version and expiry of an item whose value was just
+    /// replaced; returns the expiry entry to add if its current one comes
+    /// too late.
+    fn renew(&mut self, version: u64, expires_at: i64) -> Option<(i64, u64)> {
+        self.version = version;
+        self.expires_at = expires_at;
+        (expires_at < self.scheduled).then(|| {
+            self.scheduled = expires_at;
+            (expires_at, self.created)
+        })
     }
 }
 
@@ -241,7 +331,7 @@ impl Store for MemoryStore {
                     next
                 }
                 None => {
-                    shard.insert(key, Value::Counter(delta), version, Self::expiry(now, ttl));
+                    shard.create_counter(key, delta, version, Self::expiry(now, ttl));
                     delta
                 }
             }
@@ -314,12 +404,7 @@ impl Store for MemoryStore {
             return Ok(PutOutcome::Conflict);
         }
         let version = self.next_version();
-        shard.insert(
-            key,
-            Value::Bytes(value.to_vec()),
-            version,
-            Self::expiry(now, ttl),
-        );
+        shard.write(key, value, version, Self::expiry(now, ttl));
         Ok(PutOutcome::Stored)
     }
 
@@ -337,5 +422,72 @@ impl Store for MemoryStore {
             shard.items.remove(key.as_slice());
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ManualClock;
+
+    fn expiries(store: &MemoryStore) -> usize {
+        store.shards.iter().map(|s| lock(s).expiries.len()).sum()
+    }
+
+    #[tokio::test]
+    async fn rewriting_a_key_keeps_one_expiry_entry_and_honours_each_ttl() {
+        let clock = ManualClock::from_unix_secs(1_000);
+        let store = MemoryStore::with_clock(clock.clone());
+        let secs = Duration::from_secs;
+        // A thousand writes of one key, each pushing its expiry later: one
+        // entry, moved on when it comes up.
+        for _ in 0..1_000 {
+            store
+                .put(b"k", b"v", secs(2), PutCondition::Always)
+                .await
+                .unwrap();
+            clock.advance(Duration::from_millis(10));
+        }
+        assert_eq!(expiries(&store), 1);
+        clock.advance(secs(2));
+        store.purge_expired();
+        assert!(store.is_empty());
+        assert_eq!(expiries(&store), 0);
+
+        // Written with a shorter lifetime than its entry's: it expires on
+        // the new, earlier schedule.
+        store
+            .put(b"k", b"long", secs(60), PutCondition::Always)
+            .await
+            .unwrap();
+        store
+            .put(b"k", b"short", secs(1), PutCondition::Always)
+            .await
+            .unwrap();
+        assert_eq!(expiries(&store), 2);
+        assert_eq!(store.get(b"k").await.unwrap().unwrap().value, b"short");
+        clock.advance(secs(1));
+        store.purge_expired();
+        assert!(store.is_empty());
+        assert_eq!(expiries(&store), 1, "the stale entry is still queued");
+        clock.advance(secs(60));
+        store.purge_expired();
+        assert_eq!(expiries(&store), 0);
+
+        // A counter created again over an expired item that was not
+        // reclaimed yet starts afresh, with its own lifetime.
+        store.increment(b"c", 5, secs(1), &[]).await.unwrap();
+        clock.advance(secs(1));
+        let again = store.increment(b"c", 2, secs(10), &[]).await.unwrap();
+        assert_eq!(again.value, 2);
+        clock.advance(secs(9));
+        store.purge_expired();
+        assert_eq!(
+            store.get_counters(&[b"c".to_vec()]).await.unwrap(),
+            [Some(2)]
+        );
+        clock.advance(secs(1));
+        store.purge_expired();
+        assert!(store.is_empty());
     }
 }

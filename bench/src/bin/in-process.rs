@@ -1,0 +1,598 @@
+//! In-process throughput: decisions per second on one core for each
+//! algorithm of memcache-ratelimit on its embedded `MemoryStore`, beside
+//! `governor`'s keyed rate limiter in the same run. See `bench/README.md`.
+
+use clap::Parser;
+use governor::Quota as GovernorQuota;
+use memcache_ratelimit::{
+    FixedWindow, Gcra, HybridQuota, MemoryStore, Quota, RateLimiter, SlidingLog, SlidingWindow,
+    TokenBucket,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::num::NonZeroU32;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Clients in "many" mode.
+const MANY_CLIENTS: usize = 100_000;
+/// Pre-drawn client choices in "many" mode, cycled through (a power of
+/// two, so the next index is a mask, not a division).
+const PICKS: usize = 1 << 20;
+/// Decisions between two reads of the run's stopwatch.
+const BATCH: u64 = 256;
+/// High enough that every decision is allowed.
+const QUOTA_PER_MINUTE: u32 = 1_000_000_000;
+/// The sliding log keeps every admitted timestamp, so its limit is capped
+/// (`MAX_LOG_LIMIT`); this is that cap.
+const LOG_QUOTA: &str = "10000/minute";
+/// Set in the re-executed, pinned benchmark: the CPU it was pinned to.
+const PINNED_ENV: &str = "MEMCACHE_RATELIMIT_BENCH_PINNED_CPU";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "in-process",
+    about = "Decisions/s on one core of memcache-ratelimit's algorithms on MemoryStore, beside governor's keyed limiter"
+)]
+struct Args {
+    /// Runs per case; the table reports the median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Only the cases whose name contains this (case-insensitive), e.g.
+    /// `gcra` or `sliding`; governor always runs, as the reference.
+    #[arg(long)]
+    only: Option<String>,
+    /// Smoke test: 1 run of 1 s per case.
+    #[arg(long)]
+    quick: bool,
+    /// Seed of the client choice in "many" mode.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Only this client mode: `hot` or `many` (default: both).
+    #[arg(long, value_parser = ["hot", "many"])]
+    mode: Option<String>,
+    /// Do not pin the benchmark to one CPU.
+    #[arg(long)]
+    no_pin: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Governor,
+    FixedWindow,
+    SlidingWindow(u32),
+    TokenBucket,
+    Gcra,
+    SlidingLog,
+    HybridQuota,
+}
+
+const KINDS: [Kind; 10] = [
+    Kind::Governor,
+    Kind::FixedWindow,
+    Kind::SlidingWindow(1),
+    Kind::SlidingWindow(4),
+    Kind::SlidingWindow(12),
+    Kind::SlidingWindow(60),
+    Kind::TokenBucket,
+    Kind::Gcra,
+    Kind::SlidingLog,
+    Kind::HybridQuota,
+];
+
+impl Kind {
+    fn name(self) -> String {
+        match self {
+            Kind::Governor => "governor (keyed, DashMap)".into(),
+            Kind::FixedWindow => "FixedWindow".into(),
+            Kind::SlidingWindow(n) => format!("SlidingWindow n={n}"),
+            Kind::TokenBucket => "TokenBucket".into(),
+            Kind::Gcra => "Gcra".into(),
+            Kind::SlidingLog => "SlidingLog".into(),
+            Kind::HybridQuota => "HybridQuota".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Hot,
+    Many,
+}
+
+impl Mode {
+    fn title(self) -> &'static str {
+        match self {
+            Mode::Hot => "one hot client",
+            Mode::Many => "100,000 clients, chosen uniformly at random per decision",
+        }
+    }
+}
+
+type Governor = governor::DefaultKeyedRateLimiter<Vec<u8>>;
+
+/// What a run calls: a fresh limiter (on a fresh store) per run.
+enum Target {
+    Governor(Governor),
+    Limiter(Box<dyn RateLimiter>),
+}
+
+fn quota() -> Quota {
+    format!("{QUOTA_PER_MINUTE}/minute")
+        .parse()
+        .expect("valid quota")
+}
+
+/// A new limiter with the defaults a user gets (system clock, default
+/// namespace, deadline and CAS policy), on a new `MemoryStore`.
+fn target(kind: Kind) -> Target {
+    let store = Arc::new(MemoryStore::new());
+    let limiter: Box<dyn RateLimiter> = match kind {
+        Kind::Governor => {
+            let rate = NonZeroU32::new(QUOTA_PER_MINUTE).expect("nonzero");
+            return Target::Governor(governor::RateLimiter::keyed(GovernorQuota::per_minute(
+                rate,
+            )));
+        }
+        Kind::FixedWindow => Box::new(
+            FixedWindow::builder(quota(), store)
+                .build()
+                .expect("valid limiter"),
+        ),
+        Kind::SlidingWindow(n) => Box::new(
+            SlidingWindow::builder(quota(), store)
+                .sub_windows(n)
+                .build()
+                .expect("valid limiter"),
+        ),
+        Kind::TokenBucket => Box::new(
+            TokenBucket::builder(quota(), store)
+                .build()
+                .expect("valid limiter"),
+        ),
+        Kind::Gcra => Box::new(
+            Gcra::builder(quota(), store)
+                .build()
+                .expect("valid limiter"),
+        ),
+        Kind::SlidingLog => Box::new(
+            SlidingLog::builder(LOG_QUOTA.parse().expect("valid quota"), store)
+                .build()
+                .expect("valid limiter"),
+        ),
+        Kind::HybridQuota => Box::new(
+            HybridQuota::builder(quota(), store)
+                .build()
+                .expect("valid limiter"),
+        ),
+    };
+    Target::Limiter(limiter)
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    allowed: u64,
+    denied: u64,
+    errors: u64,
+}
+
+impl Counts {
+    fn add(&mut self, other: Counts) {
+        self.allowed += other.allowed;
+        self.denied += other.denied;
+        self.errors += other.errors;
+    }
+
+    fn decisions(&self) -> u64 {
+        self.allowed + self.denied
+    }
+}
+
+/// Each case's runs, in the order they ran.
+type Rows = Vec<(Kind, Vec<RunResult>)>;
+
+struct RunResult {
+    per_second: f64,
+    /// Decisions per second of the thread's own time on the CPU (from
+    /// `/proc/thread-self/schedstat`), which leaves out the time it was
+    /// preempted: steadier than `per_second` on a shared machine.
+    per_cpu_second: Option<f64>,
+    counts: Counts,
+    first_error: Option<String>,
+}
+
+/// The client ids and the pre-drawn order they are asked for in.
+struct Clients {
+    hot: Vec<u8>,
+    ids: Vec<Vec<u8>>,
+    picks: Vec<u32>,
+}
+
+impl Clients {
+    fn new(seed: u64) -> Self {
+        let mut rng = StdRng::seed_from_u64(seed);
+        Self {
+            hot: b"hot".to_vec(),
+            ids: (0..MANY_CLIENTS)
+                .map(|id| format!("c{id}").into_bytes())
+                .collect(),
+            picks: (0..PICKS)
+                .map(|_| rng.random_range(0..MANY_CLIENTS as u32))
+                .collect(),
+        }
+    }
+
+    /// The client of decision `i`.
+    fn pick(&self, mode: Mode, i: u64) -> &Vec<u8> {
+        match mode {
+            Mode::Hot => &self.hot,
+            Mode::Many => &self.ids[self.picks[(i as usize) & (PICKS - 1)] as usize],
+        }
+    }
+}
+
+/// One decision per client in "many" mode (one in hot mode), untimed, so
+/// that a run measures decisions on clients the limiter already holds.
+async fn warm_up(target: &Target, clients: &Clients, mode: Mode) {
+    let ids: Vec<&Vec<u8>> = match mode {
+        Mode::Hot => vec![&clients.hot],
+        Mode::Many => clients.ids.iter().collect(),
+    };
+    for id in ids {
+        match target {
+            Target::Governor(limiter) => {
+                let _ = limiter.check_key(id);
+            }
+            Target::Limiter(limiter) => {
+                let _ = limiter.check(id).await;
+            }
+        }
+    }
+}
+
+async fn one_run(target: &Target, clients: &Clients, mode: Mode, seconds: f64) -> RunResult {
+    warm_up(target, clients, mode).await;
+    let mut counts = Counts::default();
+    let mut first_error = None;
+    let mut i = 0u64;
+    let cpu_start = cpu_nanos();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    loop {
+        match target {
+            Target::Governor(limiter) => {
+                for _ in 0..BATCH {
+                    // The stored id by reference, as `check_key` takes
+                    // it: no copy unless the client is new to it.
+                    let id = clients.pick(mode, i);
+                    i += 1;
+                    match limiter.check_key(id) {
+                        Ok(()) => counts.allowed += 1,
+                        Err(_) => counts.denied += 1,
+                    }
+                }
+            }
+            Target::Limiter(limiter) => {
+                for _ in 0..BATCH {
+                    let id = clients.pick(mode, i);
+                    i += 1;
+                    // The limiter itself, not the `Box` around it.
+                    match limiter.as_ref().check(id).await {
+                        Ok(decision) if decision.is_allowed() => counts.allowed += 1,
+                        Ok(_) => counts.denied += 1,
+                        Err(error) => {
+                            counts.errors += 1;
+                            if first_error.is_none() {
+                                first_error = Some(error.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if Instant::now() >= end {
+            break;
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let cpu = cpu_start
+        .zip(cpu_nanos())
+        .map(|(start, end)| end.saturating_sub(start) as f64 / 1e9)
+        .filter(|&cpu| cpu > 0.0);
+    RunResult {
+        per_second: counts.decisions() as f64 / elapsed,
+        per_cpu_second: cpu.map(|cpu| counts.decisions() as f64 / cpu),
+        counts,
+        first_error,
+    }
+}
+
+/// This thread's time on the CPU so far, in nanoseconds, if the kernel
+/// keeps it.
+fn cpu_nanos() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
+fn main() {
+    let mut args = Args::parse();
+    if args.quick {
+        args.runs = 1;
+        args.seconds = 1.0;
+    }
+    assert!(args.runs >= 1, "--runs must be at least 1");
+    assert!(args.seconds > 0.0, "--seconds must be positive");
+    let placement = if args.no_pin {
+        "not pinned (`--no-pin`)".to_owned()
+    } else {
+        pin_self_or_reexec()
+    };
+    let kinds: Vec<Kind> = KINDS
+        .into_iter()
+        .filter(|&kind| {
+            kind == Kind::Governor
+                || match &args.only {
+                    Some(filter) => kind.name().to_lowercase().contains(&filter.to_lowercase()),
+                    None => true,
+                }
+        })
+        .collect();
+    assert!(kinds.len() > 1, "--only matches no case");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let clients = Clients::new(args.seed);
+
+    let started = Instant::now();
+    println!("# memcache-ratelimit in-process benchmark\n");
+    println!(
+        "- placement: CPUs {} ({placement}); {} CPUs online",
+        own_cpus(),
+        cpu_count()
+    );
+    println!("- one thread: a tokio current_thread runtime, one decision at a time (`limiter.check(id).await`; governor: `check_key(&id)`)");
+    println!("- store: a new `MemoryStore::new()` per run (system clock), limiters with their defaults but the quota");
+    println!(
+        "- {} run(s) of {} s per case, after one untimed decision per client; seed {}",
+        args.runs, args.seconds, args.seed
+    );
+    println!("- quota {QUOTA_PER_MINUTE}/minute for all (governor: `Quota::per_minute`), SlidingLog {LOG_QUOTA} (its maximum)");
+    println!();
+
+    let mut tables = Vec::new();
+    let modes = [Mode::Hot, Mode::Many].into_iter().filter(|mode| {
+        args.mode
+            .as_deref()
+            .is_none_or(|wanted| wanted == format!("{mode:?}").to_lowercase())
+    });
+    for mode in modes {
+        let mut rows: Rows = Vec::new();
+        for &kind in &kinds {
+            let mut runs = Vec::new();
+            for run in 0..args.runs {
+                let target = target(kind);
+                let result = runtime.block_on(one_run(&target, &clients, mode, args.seconds));
+                eprintln!(
+                    "[{:>5.0} s] {:?} {} run {}: {:.0}/s ({:.1} ns/decision, {} CPU ns/decision), allowed {} denied {} errors {}{}",
+                    started.elapsed().as_secs_f64(),
+                    mode,
+                    kind.name(),
+                    run + 1,
+                    result.per_second,
+                    1e9 / result.per_second,
+                    result
+                        .per_cpu_second
+                        .map_or("n/a".into(), |cpu| format!("{:.1}", 1e9 / cpu)),
+                    result.counts.allowed,
+                    result.counts.denied,
+                    result.counts.errors,
+                    result
+                        .first_error
+                        .as_ref()
+                        .map(|e| format!(" (first error: {e})"))
+                        .unwrap_or_default()
+                );
+                drop(target);
+                runs.push(result);
+            }
+            rows.push((kind, runs));
+        }
+        print_table(mode, &rows);
+        tables.push((mode, rows));
+    }
+    print_ratios(&tables);
+    println!("Total time: {:.0} s.", started.elapsed().as_secs_f64());
+}
+
+fn per_second(runs: &[RunResult]) -> f64 {
+    median(runs.iter().map(|r| r.per_second).collect())
+}
+
+fn per_cpu_second(runs: &[RunResult]) -> Option<f64> {
+    let rates: Option<Vec<f64>> = runs.iter().map(|r| r.per_cpu_second).collect();
+    rates.map(median)
+}
+
+fn print_table(mode: Mode, rows: &Rows) {
+    let governor = rows
+        .iter()
+        .find(|(kind, _)| *kind == Kind::Governor)
+        .map(|(_, runs)| runs);
+    let governor_rate = governor.map(|runs| per_second(runs));
+    let governor_cpu = governor.and_then(|runs| per_cpu_second(runs));
+    println!("## {}\n", mode.title());
+    println!("| case | decisions/s (median) | ns/decision | × governor | CPU ns/decision | × governor (CPU time) | decisions/s per run | allowed | denied | errors |");
+    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|");
+    for (kind, runs) in rows {
+        let mut counts = Counts::default();
+        for run in runs {
+            counts.add(run.counts);
+        }
+        let rate = per_second(runs);
+        let cpu = per_cpu_second(runs);
+        let per_run: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{:.0}", r.per_second))
+            .collect();
+        println!(
+            "| {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            kind.name(),
+            rate,
+            1e9 / rate,
+            ratio(Some(rate), governor_rate),
+            cpu.map_or("n/a".into(), |cpu| format!("{:.1}", 1e9 / cpu)),
+            ratio(cpu, governor_cpu),
+            per_run.join(", "),
+            counts.allowed,
+            counts.denied,
+            counts.errors,
+        );
+    }
+    let errors: Vec<String> = rows
+        .iter()
+        .flat_map(|(kind, runs)| {
+            runs.iter().filter_map(move |run| {
+                run.first_error
+                    .as_ref()
+                    .map(|e| format!("{}: {e}", kind.name()))
+            })
+        })
+        .collect();
+    if !errors.is_empty() {
+        println!("\nFirst errors: {}", errors.join("; "));
+    }
+    println!();
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "n/a".into(),
+    }
+}
+
+/// The target of the issue: `Gcra` and `SlidingWindow n=1` at least half
+/// of governor's decisions/s, hot and many.
+fn print_ratios(tables: &[(Mode, Rows)]) {
+    let runs = |mode: Mode, kind: Kind| -> Option<&Vec<RunResult>> {
+        tables
+            .iter()
+            .find(|(m, _)| *m == mode)
+            .and_then(|(_, rows)| rows.iter().find(|(k, _)| *k == kind))
+            .map(|(_, runs)| runs)
+    };
+    let rate = |mode: Mode, kind: Kind| runs(mode, kind).map(|runs| per_second(runs));
+    let cpu = |mode: Mode, kind: Kind| runs(mode, kind).and_then(|runs| per_cpu_second(runs));
+    println!(
+        "## Ratio to governor (medians, same run; target ≥ 0.5 for Gcra and SlidingWindow n=1)\n"
+    );
+    println!(
+        "| case | hot / governor hot | many / governor many | hot, CPU time | many, CPU time |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for kind in KINDS.into_iter().filter(|&k| k != Kind::Governor) {
+        let (hot, many) = (rate(Mode::Hot, kind), rate(Mode::Many, kind));
+        if hot.is_none() && many.is_none() {
+            continue;
+        }
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            kind.name(),
+            ratio(hot, rate(Mode::Hot, Kind::Governor)),
+            ratio(many, rate(Mode::Many, Kind::Governor)),
+            ratio(cpu(Mode::Hot, kind), cpu(Mode::Hot, Kind::Governor)),
+            ratio(cpu(Mode::Many, kind), cpu(Mode::Many, Kind::Governor)),
+        );
+    }
+    println!();
+}
+
+/// Pins this process to one CPU by re-executing itself under `taskset -c`:
+/// the second allowed CPU when there are two or more (the first is where
+/// the system tends to put everything else), else the only one.
+fn pin_self_or_reexec() -> String {
+    if let Ok(cpu) = std::env::var(PINNED_ENV) {
+        return format!("re-executed under `taskset -c {cpu}` at start");
+    }
+    let allowed = parse_cpu_list(&own_cpus());
+    let Some(&cpu) = allowed.get(1).or(allowed.first()) else {
+        return "not pinned: allowed CPUs unknown".into();
+    };
+    let has_taskset = Command::new("taskset")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !has_taskset {
+        return "not pinned: `taskset` not found".into();
+    }
+    let exe = std::env::current_exe().expect("the benchmark's own path");
+    let status = Command::new("taskset")
+        .arg("-c")
+        .arg(cpu.to_string())
+        .arg(exe)
+        .args(std::env::args_os().skip(1))
+        .env(PINNED_ENV, cpu.to_string())
+        .status()
+        .expect("re-execute under taskset");
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+/// This process's allowed CPUs, as /proc lists them (e.g. `1` or `0-1`).
+fn own_cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("Cpus_allowed_list:"))
+                .map(|line| line["Cpus_allowed_list:".len()..].trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// CPUs online, from /sys (not limited by this process's affinity).
+fn cpu_count() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|list| parse_cpu_list(list.trim()).len())
+        .unwrap_or(0)
+}
+
+fn parse_cpu_list(list: &str) -> Vec<usize> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').filter(|part| !part.is_empty()) {
+        match part.split_once('-') {
+            Some((low, high)) => {
+                if let (Ok(low), Ok(high)) = (low.parse::<usize>(), high.parse::<usize>()) {
+                    cpus.extend(low..=high);
+                }
+            }
+            None => cpus.extend(part.parse::<usize>().ok()),
+        }
+    }
+    cpus
+}
