@@ -79,7 +79,10 @@ pub struct SlidingWindowConfig {
     sealed_cache: usize,
 }
 
-/// How many sealed buckets a sliding window keeps by default.
+/// How many sealed buckets a sliding window keeps by default, as whole
+/// clients of `n` buckets each: 65,536 clients with one sub-window, 1,092
+/// with 60. A service with more active clients per process sets
+/// [`sealed_cache`](LimiterBuilder::sealed_cache) to clients × `n`.
 pub const DEFAULT_SEALED_CACHE: usize = 65_536;
 
 impl SlidingWindow {
