@@ -53,12 +53,12 @@ pub trait RateLimiter: Send + Sync {
     /// The quota this limiter enforces.
     fn quota(&self) -> Quota;
 
-    /// The clock [`check_n`](Self::check_n) reads.
+    /// The clock [`check`](Self::check) and [`check_n`](Self::check_n) read.
     fn clock(&self) -> &dyn Clock;
 
     /// Decides one request of cost 1 from client `key`, now.
     async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
-        self.check_n(key, 1).await
+        self.check_at(key, 1, self.clock().now()).await
     }
 
     /// Decides one request of `cost` units from client `key`, now. A cost
@@ -121,7 +121,8 @@ forward_rate_limiter!(Box, Arc);
 /// Implements [`RateLimiter`] for a public algorithm type by handing every
 /// call to its `inner` engine. `check` and `check_n` do what the trait's
 /// defaults do, reading the clock and calling the engine directly: through
-/// the defaults, each of them would be one more boxed future per decision.
+/// the defaults, the engine's `check_at` would be one more boxed future per
+/// decision.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
         #[async_trait::async_trait]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::time::{timeout, Instant};
+use tokio::time::Instant;
 
 use super::buckets::{unix_nanos, Buckets};
 use super::sealed::{SealedBucket, SealedCache};
@@ -14,7 +14,7 @@ use super::window_math::{admits, verdict};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::ClientKey;
-use crate::limiter::{DeniedRequests, Settings};
+use crate::limiter::{timeout, DeniedRequests, Settings};
 
 /// A limiter over time-bucketed counters.
 #[derive(Debug)]
@@ -26,21 +26,22 @@ pub(crate) struct WindowCounter {
 }
 
 impl WindowCounter {
+    /// The key of `client`'s bucket `index`.
+    fn bucket_key(&self, client: &ClientKey, index: i64) -> Vec<u8> {
+        client.with_suffix(&self.buckets.suffix(index))
+    }
+
     /// The keys read for `client` at `now_nanos`: the current bucket first,
     /// then each older one, newest first.
-    fn keys(&self, client: &ClientKey, now_nanos: i64) -> (Vec<u8>, Vec<Vec<u8>>) {
+    fn keys(&self, client: &ClientKey, now_nanos: i64) -> Vec<Vec<u8>> {
         let index = self.buckets.index(now_nanos);
-        let current = client.with_suffix(&self.buckets.suffix(index));
-        let older = (1..=i64::from(self.buckets.history()))
-            .map(|age| client.with_suffix(&self.buckets.suffix(index - age)))
-            .collect();
-        (current, older)
+        (0..=i64::from(self.buckets.history()))
+            .map(|age| self.bucket_key(client, index - age))
+            .collect()
     }
 
     pub(crate) fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
-        let (current, mut older) = self.keys(&self.settings.keys.client(client), unix_nanos(at)?);
-        older.insert(0, current);
-        Ok(older)
+        Ok(self.keys(&self.settings.keys.client(client), unix_nanos(at)?))
     }
 
     pub(crate) async fn check_at(
@@ -54,7 +55,7 @@ impl WindowCounter {
         let now = unix_nanos(at)?;
         let client = settings.keys.client(client);
         let index = self.buckets.index(now);
-        let current = client.with_suffix(&self.buckets.suffix(index));
+        let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
         let started = Instant::now();
 
@@ -67,7 +68,7 @@ impl WindowCounter {
         };
         let reads: Vec<Vec<u8>> = read_ages
             .iter()
-            .map(|&age| client.with_suffix(&self.buckets.suffix(index - age as i64)))
+            .map(|&age| self.bucket_key(&client, index - age as i64))
             .collect();
         let increment = settings
             .store
@@ -75,13 +76,14 @@ impl WindowCounter {
         let counters = settings.within_deadline(increment).await?;
 
         counts[0] = counters.value;
-        let mut sealed = Vec::new();
         for (&age, count) in read_ages.iter().zip(&counters.read) {
-            let count = count.unwrap_or(0);
-            counts[age] = count;
-            sealed.extend(self.sealed_bucket(index - age as i64, count, now));
+            counts[age] = count.unwrap_or(0);
         }
         if let Some(cache) = &self.sealed {
+            let sealed: Vec<SealedBucket> = read_ages
+                .iter()
+                .filter_map(|&age| self.sealed_bucket(index - age as i64, counts[age], now))
+                .collect();
             cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
         let elapsed = self.buckets.elapsed_fraction(now);
@@ -104,7 +106,6 @@ impl WindowCounter {
     /// longer ago than the allowed clock skew plus the deadline (within
     /// which a refund can still land), so its count is final.
     fn sealed_bucket(&self, index: i64, count: u64, now: i64) -> Option<SealedBucket> {
-        self.sealed.as_ref()?;
         let settings = &self.settings;
         let allowance = settings.max_clock_skew + settings.deadline;
         let closed = self.buckets.start(index + 1);
@@ -129,18 +130,19 @@ impl WindowCounter {
     async fn refund(&self, key: &[u8], cost: u64, left: Duration) {
         let outcome = timeout(left, self.settings.store.decrement(key, cost)).await;
         match outcome {
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, cost, "refund of a denied request failed"),
-            Err(_) => tracing::warn!(cost, "refund of a denied request missed the deadline"),
+            Some(Ok(_)) => {}
+            Some(Err(error)) => tracing::warn!(%error, cost, "refund of a denied request failed"),
+            None => tracing::warn!(cost, "refund of a denied request missed the deadline"),
         }
     }
 
     pub(crate) async fn reset(&self, client: &[u8]) -> Result<(), Error> {
         let settings = &self.settings;
+        let client = settings.keys.client(client);
         // Every bucket the estimate reads right now.
-        let keys = self.keys_at(client, settings.clock.now())?;
+        let keys = self.keys(&client, unix_nanos(settings.clock.now())?);
         if let Some(cache) = &self.sealed {
-            cache.remove(settings.keys.client(client).as_str().as_bytes());
+            cache.remove(client.as_str().as_bytes());
         }
         settings
             .within_deadline(settings.store.delete(&keys))
