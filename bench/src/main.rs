@@ -2,23 +2,22 @@
 //! against one local memcached (`-t 1`), with the server and this client
 //! pinned to different CPUs where possible. See `bench/README.md`.
 
-mod server;
-
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
 use memcache_ratelimit::{
-    CasPolicy, Error, FixedWindow, Gcra, MemcachedStore, Quota, RateLimiter, SlidingLog,
-    SlidingWindow, TokenBucket,
+    Error, FixedWindow, Gcra, MemcachedStore, Quota, RateLimiter, SlidingLog, SlidingWindow,
+    TokenBucket,
+};
+use memcache_ratelimit_bench::server::{self, Memcached};
+use memcache_ratelimit_bench::{
+    cas_policy, median, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use server::Memcached;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Clients in "many" mode and in the memory measurement.
-const MANY_CLIENTS: usize = 100_000;
 /// The in-flight level of the ratios over the raw baseline.
 const RATIO_BASELINE_LEVEL: usize = 64;
 /// The in-flight level of the ratios over the raw ceiling.
@@ -38,8 +37,6 @@ fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
 const WARM_UP_PASSES: usize = 10;
 /// Increments per write in the raw ceiling.
 const CEILING_BATCH: usize = 100;
-/// TTL of the raw counters, in seconds.
-const RAW_TTL: u32 = 120;
 /// The limiters' deadline: the library's default, as users get it. It also
 /// sets when a sliding-window bucket is sealed (clock skew + deadline after
 /// it closes). A decision that misses it is an error in its own column.
@@ -47,25 +44,14 @@ const DEADLINE: Duration = memcache_ratelimit::DEFAULT_DEADLINE;
 /// The connections' I/O timeout: long enough that no request is abandoned
 /// by the client library before the limiter's deadline.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
-/// The window and CAS algorithms' quota: high enough that every decision
-/// is allowed, so the allowed (one round trip) path is measured.
-const QUOTA: &str = "1000000000/minute";
-/// The sliding log keeps every admitted timestamp, so its limit is capped
-/// (`MAX_LOG_LIMIT`); this is that cap.
-const LOG_QUOTA: &str = "10000/minute";
-
 #[derive(Parser, Debug)]
 #[command(
     name = "memcache-ratelimit-bench",
     about = "Decisions/s and latency of memcache-ratelimit's algorithms, and memcached memory per client"
 )]
 struct Args {
-    /// Runs per case; the tables report the median.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Seconds per run.
-    #[arg(long, default_value_t = 5.0)]
-    seconds: f64,
+    #[command(flatten)]
+    timing: Runs,
     /// Requests kept outstanding, comma separated.
     #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
     in_flight: Vec<usize>,
@@ -227,19 +213,6 @@ struct CaseResult {
 impl CaseResult {
     fn median(&self, field: impl Fn(&RunResult) -> f64) -> f64 {
         median(self.runs.iter().map(field).collect())
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[middle]
-    } else {
-        (values[middle - 1] + values[middle]) / 2.0
     }
 }
 
@@ -434,14 +407,8 @@ async fn store(address: &str) -> Arc<MemcachedStore> {
     )
 }
 
-fn cas_policy() -> CasPolicy {
-    // Generous: up to 100 attempts, pauses of up to 50 µs growing to 5 ms.
-    CasPolicy::new(100, Duration::from_micros(50), Duration::from_millis(5))
-        .expect("valid CAS policy")
-}
-
 async fn target(kind: Kind, address: &str) -> Target {
-    let quota: Quota = QUOTA.parse().expect("valid quota");
+    let quota: Quota = OPEN_QUOTA.parse().expect("valid quota");
     let namespace = kind.namespace();
     let built: Arc<dyn RateLimiter> = match kind {
         Kind::RawBaseline => return Target::Raw(raw_client(address).await),
@@ -498,15 +465,14 @@ async fn target(kind: Kind, address: &str) -> Target {
 fn main() {
     let mut args = Args::parse();
     if args.quick {
-        args.runs = 1;
-        args.seconds = 1.0;
+        args.timing.runs = 1;
+        args.timing.seconds = 1.0;
         args.in_flight = vec![1, 64];
     }
     if args.ratios_only {
         args.in_flight = vec![RATIO_BASELINE_LEVEL, RATIO_CEILING_LEVEL];
     }
-    assert!(args.runs >= 1, "--runs must be at least 1");
-    assert!(args.seconds > 0.0, "--seconds must be positive");
+    args.timing.validate();
     assert!(
         args.in_flight.iter().all(|&n| n >= 1),
         "--in-flight levels must be at least 1"
@@ -571,9 +537,9 @@ fn main() {
     println!("- client: one tokio current_thread runtime (a single thread); each in-flight slot is a spawned task that sends its next request as soon as the previous one is answered");
     println!(
         "- {} run(s) of {} s per case; in flight: {:?}; seed {}",
-        args.runs, args.seconds, args.in_flight, args.seed
+        args.timing.runs, args.timing.seconds, args.in_flight, args.seed
     );
-    println!("- quota {QUOTA} (SlidingLog: {LOG_QUOTA}, its maximum), deadline {DEADLINE:?} (the default), I/O timeout {IO_TIMEOUT:?}, CAS policy: 100 attempts, backoff 50 µs to 5 ms");
+    println!("- quota {OPEN_QUOTA} (SlidingLog: {LOG_QUOTA}, its maximum), deadline {DEADLINE:?} (the default), I/O timeout {IO_TIMEOUT:?}, CAS policy: 100 attempts, backoff 50 µs to 5 ms");
     println!(
         "- latency: µs per decision; a raw-ceiling increment waits as long as its batch of 100"
     );
@@ -619,7 +585,7 @@ fn main() {
                     continue;
                 }
                 let mut runs = Vec::new();
-                for run in 0..args.runs {
+                for run in 0..args.timing.runs {
                     server.flush_all();
                     let result = runtime.block_on(one_run(
                         &target,
@@ -627,7 +593,7 @@ fn main() {
                         mode,
                         kind,
                         in_flight,
-                        args.seconds,
+                        args.timing.seconds,
                         args.seed.wrapping_add(run as u64),
                     ));
                     eprintln!(

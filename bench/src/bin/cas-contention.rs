@@ -10,10 +10,6 @@
 //! its own limiter, all on the same key. The coordinator starts them, waits
 //! until each is connected, tells them all to go, and sums what they report.
 
-#[path = "../server.rs"]
-#[allow(dead_code)]
-mod server;
-
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
@@ -21,18 +17,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use memcache::exp::AsyncMetaClient;
-use memcache_ratelimit::{
-    CasPolicy, CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket,
-};
-use server::Memcached;
+use memcache_ratelimit::{CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket};
+use memcache_ratelimit_bench::server::{self, Memcached};
+use memcache_ratelimit_bench::{cas_policy, median, Runs, OPEN_QUOTA, RAW_TTL};
 
-/// TTL of the raw counters, in seconds.
-const RAW_TTL: u32 = 120;
 /// The limiters' deadline (and the store's I/O timeout): long enough that
 /// nothing times out.
 const DEADLINE: Duration = Duration::from_secs(5);
-/// The throughput quota: every decision is allowed, so every group writes.
-const OPEN_QUOTA: &str = "1000000000/minute";
 /// The over-admission quota: a finite one, exceeded many times over.
 const TIGHT_QUOTA: &str = "100/second";
 
@@ -42,12 +33,8 @@ const TIGHT_QUOTA: &str = "100/second";
     about = "Compare-and-swap contention on one hot key: Gcra and TokenBucket from 1 and several processes, and an over-admission check"
 )]
 struct Args {
-    /// Runs per throughput case; the tables report the median decisions/s.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Seconds per throughput run.
-    #[arg(long, default_value_t = 5.0)]
-    seconds: f64,
+    #[command(flatten)]
+    timing: Runs,
     /// Total requests kept outstanding, comma separated; split across the
     /// processes.
     #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
@@ -148,13 +135,6 @@ impl Target {
             Target::TokenBucket(limiter) => Some(limiter.clone()),
         }
     }
-}
-
-fn cas_policy() -> CasPolicy {
-    // The same generous policy as the main benchmark: up to 100 attempts,
-    // pauses of up to 50 µs growing to 5 ms.
-    CasPolicy::new(100, Duration::from_micros(50), Duration::from_millis(5))
-        .expect("valid CAS policy")
 }
 
 async fn build_target(kind: Kind, address: &str, quota: Quota) -> Target {
@@ -409,7 +389,7 @@ fn worker(args: &Args) {
     if read == 0 || line.trim() != "go" {
         return; // the coordinator went away
     }
-    let seconds = args.seconds;
+    let seconds = args.timing.seconds;
     let mut report = runtime.block_on(async {
         let start_ns = unix_nanos();
         let end = Instant::now() + Duration::from_secs_f64(seconds);
@@ -529,19 +509,6 @@ fn measure(
     total
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[middle]
-    } else {
-        (values[middle - 1] + values[middle]) / 2.0
-    }
-}
-
 /// One throughput case: its runs.
 struct Case {
     kind: Kind,
@@ -603,13 +570,12 @@ fn main() {
         return;
     }
     if args.quick {
-        args.runs = 1;
-        args.seconds = 1.0;
+        args.timing.runs = 1;
+        args.timing.seconds = 1.0;
         args.in_flight = vec![1, 64];
         args.admission_seconds = 1.0;
     }
-    assert!(args.runs >= 1, "--runs must be at least 1");
-    assert!(args.seconds > 0.0, "--seconds must be positive");
+    args.timing.validate();
     assert!(
         args.admission_seconds > 0.0,
         "--admission-seconds must be positive"
@@ -643,12 +609,19 @@ fn main() {
     }
     let mut worker_cpus = Report::default();
     for &in_flight in &args.in_flight {
-        for run in 0..args.runs {
+        for run in 0..args.timing.runs {
             for &(kind, processes) in &shapes {
                 let split = split(in_flight, processes);
                 server.flush_all();
                 let key = fresh_key("hot");
-                let report = measure(&address, kind, OPEN_QUOTA, &key, &split, args.seconds);
+                let report = measure(
+                    &address,
+                    kind,
+                    OPEN_QUOTA,
+                    &key,
+                    &split,
+                    args.timing.seconds,
+                );
                 eprintln!(
                     "[{:>5.0} s] {} × {} process(es), {} in flight, run {}: {:.0}/s, conflicts {}, combined {}, contention {}, errors {}{}",
                     started.elapsed().as_secs_f64(),
@@ -740,7 +713,7 @@ fn main() {
     println!("- in flight is the total over the processes, split evenly: 64 from 4 processes is 4 × 16; a level below the process count gives each process 1 (1 from 4 processes is 4 × 1, shown as 4)");
     println!(
         "- throughput: {} run(s) of {} s per case, quota {OPEN_QUOTA} (every decision allowed, so every group writes); CAS policy 100 attempts, backoff 50 µs to 5 ms; deadline {DEADLINE:?}",
-        args.runs, args.seconds
+        args.timing.runs, args.timing.seconds
     );
     println!("- decisions/s: decisions answered by all processes ÷ (last answer − first request, wall clock), median of the runs; the ratio is over the raw baseline from one process at the same total in flight");
     println!("- conflicts per decision, combined share (requests decided in a group of two or more ÷ requests) and `Contention` errors: over all runs of the case");

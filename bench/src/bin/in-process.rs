@@ -8,40 +8,29 @@ use memcache_ratelimit::{
     FixedWindow, Gcra, HybridQuota, MemoryStore, Quota, RateLimiter, SlidingLog, SlidingWindow,
     TokenBucket,
 };
+use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
+use memcache_ratelimit_bench::{
+    median, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::num::NonZeroU32;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Clients in "many" mode.
-const MANY_CLIENTS: usize = 100_000;
 /// Pre-drawn client choices in "many" mode, cycled through (a power of
 /// two, so the next index is a mask, not a division).
 const PICKS: usize = 1 << 20;
 /// Decisions between two reads of the run's stopwatch.
 const BATCH: u64 = 256;
-/// High enough that every decision is allowed.
-const QUOTA_PER_MINUTE: u32 = 1_000_000_000;
-/// The sliding log keeps every admitted timestamp, so its limit is capped
-/// (`MAX_LOG_LIMIT`); this is that cap.
-const LOG_QUOTA: &str = "10000/minute";
-/// Set in the re-executed, pinned benchmark: the CPU it was pinned to.
-const PINNED_ENV: &str = "MEMCACHE_RATELIMIT_BENCH_PINNED_CPU";
-
 #[derive(Parser, Debug)]
 #[command(
     name = "in-process",
     about = "Decisions/s on one core of memcache-ratelimit's algorithms on MemoryStore, beside governor's keyed limiter"
 )]
 struct Args {
-    /// Runs per case; the table reports the median.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
-    /// Seconds per run.
-    #[arg(long, default_value_t = 5.0)]
-    seconds: f64,
+    #[command(flatten)]
+    timing: Runs,
     /// Only the cases whose name contains this (case-insensitive), e.g.
     /// `gcra` or `sliding`; governor always runs, as the reference.
     #[arg(long)]
@@ -122,9 +111,7 @@ enum Target {
 }
 
 fn quota() -> Quota {
-    format!("{QUOTA_PER_MINUTE}/minute")
-        .parse()
-        .expect("valid quota")
+    OPEN_QUOTA.parse().expect("valid quota")
 }
 
 /// A new limiter with the defaults a user gets (system clock, default
@@ -133,7 +120,7 @@ fn target(kind: Kind) -> Target {
     let store = Arc::new(MemoryStore::new());
     let limiter: Box<dyn RateLimiter> = match kind {
         Kind::Governor => {
-            let rate = NonZeroU32::new(QUOTA_PER_MINUTE).expect("nonzero");
+            let rate = NonZeroU32::new(OPEN_PER_MINUTE).expect("nonzero");
             return Target::Governor(governor::RateLimiter::keyed(GovernorQuota::per_minute(
                 rate,
             )));
@@ -322,31 +309,17 @@ fn cpu_nanos() -> Option<u64> {
         .ok()
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[middle]
-    } else {
-        (values[middle - 1] + values[middle]) / 2.0
-    }
-}
-
 fn main() {
     let mut args = Args::parse();
     if args.quick {
-        args.runs = 1;
-        args.seconds = 1.0;
+        args.timing.runs = 1;
+        args.timing.seconds = 1.0;
     }
-    assert!(args.runs >= 1, "--runs must be at least 1");
-    assert!(args.seconds > 0.0, "--seconds must be positive");
+    args.timing.validate();
     let placement = if args.no_pin {
         "not pinned (`--no-pin`)".to_owned()
     } else {
-        pin_self_or_reexec()
+        pin_self_or_reexec().how
     };
     let kinds: Vec<Kind> = KINDS
         .into_iter()
@@ -377,9 +350,9 @@ fn main() {
     println!("- store: a new `MemoryStore::new()` per run (system clock), limiters with their defaults but the quota");
     println!(
         "- {} run(s) of {} s per case, after one untimed decision per client; seed {}",
-        args.runs, args.seconds, args.seed
+        args.timing.runs, args.timing.seconds, args.seed
     );
-    println!("- quota {QUOTA_PER_MINUTE}/minute for all (governor: `Quota::per_minute`), SlidingLog {LOG_QUOTA} (its maximum)");
+    println!("- quota {OPEN_PER_MINUTE}/minute for all (governor: `Quota::per_minute`), SlidingLog {LOG_QUOTA} (its maximum)");
     println!();
 
     let mut tables = Vec::new();
@@ -392,9 +365,10 @@ fn main() {
         let mut rows: Rows = Vec::new();
         for &kind in &kinds {
             let mut runs = Vec::new();
-            for run in 0..args.runs {
+            for run in 0..args.timing.runs {
                 let target = target(kind);
-                let result = runtime.block_on(one_run(&target, &clients, mode, args.seconds));
+                let result =
+                    runtime.block_on(one_run(&target, &clients, mode, args.timing.seconds));
                 eprintln!(
                     "[{:>5.0} s] {:?} {} run {}: {:.0}/s ({:.1} ns/decision, {} CPU ns/decision), allowed {} denied {} errors {}{}",
                     started.elapsed().as_secs_f64(),
@@ -528,71 +502,4 @@ fn print_ratios(tables: &[(Mode, Rows)]) {
         );
     }
     println!();
-}
-
-/// Pins this process to one CPU by re-executing itself under `taskset -c`:
-/// the second allowed CPU when there are two or more (the first is where
-/// the system tends to put everything else), else the only one.
-fn pin_self_or_reexec() -> String {
-    if let Ok(cpu) = std::env::var(PINNED_ENV) {
-        return format!("re-executed under `taskset -c {cpu}` at start");
-    }
-    let allowed = parse_cpu_list(&own_cpus());
-    let Some(&cpu) = allowed.get(1).or(allowed.first()) else {
-        return "not pinned: allowed CPUs unknown".into();
-    };
-    let has_taskset = Command::new("taskset")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if !has_taskset {
-        return "not pinned: `taskset` not found".into();
-    }
-    let exe = std::env::current_exe().expect("the benchmark's own path");
-    let status = Command::new("taskset")
-        .arg("-c")
-        .arg(cpu.to_string())
-        .arg(exe)
-        .args(std::env::args_os().skip(1))
-        .env(PINNED_ENV, cpu.to_string())
-        .status()
-        .expect("re-execute under taskset");
-    std::process::exit(status.code().unwrap_or(1));
-}
-
-/// This process's allowed CPUs, as /proc lists them (e.g. `1` or `0-1`).
-fn own_cpus() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("Cpus_allowed_list:"))
-                .map(|line| line["Cpus_allowed_list:".len()..].trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// CPUs online, from /sys (not limited by this process's affinity).
-fn cpu_count() -> usize {
-    std::fs::read_to_string("/sys/devices/system/cpu/online")
-        .map(|list| parse_cpu_list(list.trim()).len())
-        .unwrap_or(0)
-}
-
-fn parse_cpu_list(list: &str) -> Vec<usize> {
-    let mut cpus = Vec::new();
-    for part in list.split(',').filter(|part| !part.is_empty()) {
-        match part.split_once('-') {
-            Some((low, high)) => {
-                if let (Ok(low), Ok(high)) = (low.parse::<usize>(), high.parse::<usize>()) {
-                    cpus.extend(low..=high);
-                }
-            }
-            None => cpus.extend(part.parse::<usize>().ok()),
-        }
-    }
-    cpus
 }

@@ -1,0 +1,80 @@
+//! What the benchmark programs share: the memcached under test and the
+//! CPU placement ([`server`]), the common settings and run options, and the
+//! median. See `bench/README.md`.
+
+pub mod server;
+
+use std::time::Duration;
+
+use memcache_ratelimit::CasPolicy;
+
+/// Clients in "many" mode and in the memory measurement.
+pub const MANY_CLIENTS: usize = 100_000;
+/// TTL of the raw counters, in seconds.
+pub const RAW_TTL: u32 = 120;
+/// Requests per minute high enough that every decision is allowed, so the
+/// allowed path is measured.
+pub const OPEN_PER_MINUTE: u32 = 1_000_000_000;
+/// [`OPEN_PER_MINUTE`] as a quota.
+pub const OPEN_QUOTA: &str = "1000000000/minute";
+/// The sliding log keeps every admitted timestamp, so its limit is capped
+/// (`MAX_LOG_LIMIT`); this is that cap.
+pub const LOG_QUOTA: &str = "10000/minute";
+
+/// Runs and their length, the options every benchmark takes.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct Runs {
+    /// Runs per case; the tables report the median.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+}
+
+impl Runs {
+    /// Panics with the option's name when it is out of range.
+    pub fn validate(&self) {
+        assert!(self.runs >= 1, "--runs must be at least 1");
+        assert!(self.seconds > 0.0, "--seconds must be positive");
+    }
+}
+
+/// The compare-and-swap policy of every benchmark: generous, up to 100
+/// attempts, pauses of up to 50 µs growing to 5 ms.
+pub fn cas_policy() -> CasPolicy {
+    CasPolicy::new(100, Duration::from_micros(50), Duration::from_millis(5))
+        .expect("valid CAS policy")
+}
+
+/// The median; the mean of the two middle values for an even count, NaN
+/// for none.
+pub fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[middle]
+    } else {
+        (values[middle - 1] + values[middle]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_no_values() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn the_open_quota_is_the_open_rate() {
+        assert_eq!(OPEN_QUOTA, format!("{OPEN_PER_MINUTE}/minute"));
+    }
+}
