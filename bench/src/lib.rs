@@ -21,6 +21,45 @@ pub const OPEN_QUOTA: &str = "1000000000/minute";
 /// (`MAX_LOG_LIMIT`); this is that cap.
 pub const LOG_QUOTA: &str = "10000/minute";
 
+/// Whose requests a run makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Every request is for one client id.
+    Hot,
+    /// Each request is for one of [`MANY_CLIENTS`] ids, chosen uniformly
+    /// at random.
+    Many,
+}
+
+impl Mode {
+    /// The heading of the mode's table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Mode::Hot => "one hot client",
+            Mode::Many => "100,000 clients, chosen uniformly at random per request",
+        }
+    }
+}
+
+/// The `--mode` option: which [`Mode`]s to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Modes {
+    Hot,
+    Many,
+    Both,
+}
+
+impl Modes {
+    /// The modes to run, in order.
+    pub fn modes(self) -> &'static [Mode] {
+        match self {
+            Modes::Hot => &[Mode::Hot],
+            Modes::Many => &[Mode::Many],
+            Modes::Both => &[Mode::Hot, Mode::Many],
+        }
+    }
+}
+
 /// Runs and their length, the options every benchmark takes.
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Runs {

@@ -2,7 +2,7 @@
 //! against one local memcached (`-t 1`), with the server and this client
 //! pinned to different CPUs where possible. See `bench/README.md`.
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use hdrhistogram::Histogram;
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
 use memcache_ratelimit::{
@@ -11,7 +11,7 @@ use memcache_ratelimit::{
 };
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{
-    cas_policy, median, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    cas_policy, median, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -84,15 +84,8 @@ struct Args {
     #[arg(long, value_name = "HOST:PORT", conflicts_with = "memory_only")]
     server: Option<String>,
     /// Client modes to run: one hot client id, many random ids, or both.
-    #[arg(long, value_enum, default_value_t = ModeArg::Both)]
-    mode: ModeArg,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum ModeArg {
-    Hot,
-    Many,
-    Both,
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
 }
 
 /// What one case does per request.
@@ -141,21 +134,6 @@ impl Kind {
             Kind::TokenBucket => "tb".into(),
             Kind::Gcra => "gcra".into(),
             Kind::SlidingLog => "log".into(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Hot,
-    Many,
-}
-
-impl Mode {
-    fn title(self) -> &'static str {
-        match self {
-            Mode::Hot => "one hot client",
-            Mode::Many => "100,000 clients, chosen uniformly at random per request",
         }
     }
 }
@@ -545,11 +523,7 @@ fn main() {
     );
     println!();
 
-    let modes: &[Mode] = match args.mode {
-        ModeArg::Hot => &[Mode::Hot],
-        ModeArg::Many => &[Mode::Many],
-        ModeArg::Both => &[Mode::Hot, Mode::Many],
-    };
+    let modes = args.mode.modes();
     let mut results: Vec<(Mode, Vec<CaseResult>)> = Vec::new();
     for &mode in modes.iter().filter(|_| !args.memory_only) {
         let mut mode_results = Vec::new();

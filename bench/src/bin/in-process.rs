@@ -10,7 +10,7 @@ use memcache_ratelimit::{
 };
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    median, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
+    median, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -41,9 +41,9 @@ struct Args {
     /// Seed of the client choice in "many" mode.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Only this client mode: `hot` or `many` (default: both).
-    #[arg(long, value_parser = ["hot", "many"])]
-    mode: Option<String>,
+    /// Client modes to run: one hot client id, many random ids, or both.
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
     /// Do not pin the benchmark to one CPU.
     #[arg(long)]
     no_pin: bool,
@@ -83,21 +83,6 @@ impl Kind {
             Kind::Gcra => "Gcra".into(),
             Kind::SlidingLog => "SlidingLog".into(),
             Kind::HybridQuota => "HybridQuota".into(),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Hot,
-    Many,
-}
-
-impl Mode {
-    fn title(self) -> &'static str {
-        match self {
-            Mode::Hot => "one hot client",
-            Mode::Many => "100,000 clients, chosen uniformly at random per decision",
         }
     }
 }
@@ -356,12 +341,7 @@ fn main() {
     println!();
 
     let mut tables = Vec::new();
-    let modes = [Mode::Hot, Mode::Many].into_iter().filter(|mode| {
-        args.mode
-            .as_deref()
-            .is_none_or(|wanted| wanted == format!("{mode:?}").to_lowercase())
-    });
-    for mode in modes {
+    for &mode in args.mode.modes() {
         let mut rows: Rows = Vec::new();
         for &kind in &kinds {
             let mut runs = Vec::new();
