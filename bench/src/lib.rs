@@ -79,6 +79,32 @@ impl Runs {
     }
 }
 
+/// What the decisions of a run came to.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counts {
+    pub allowed: u64,
+    pub denied: u64,
+    /// Decisions that lost every compare-and-swap race (`Error::Contention`).
+    pub contention: u64,
+    /// Any other error.
+    pub errors: u64,
+}
+
+impl Counts {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: Counts) {
+        self.allowed += other.allowed;
+        self.denied += other.denied;
+        self.contention += other.contention;
+        self.errors += other.errors;
+    }
+
+    /// Decisions answered: allowed or denied.
+    pub fn decisions(&self) -> u64 {
+        self.allowed + self.denied
+    }
+}
+
 /// The compare-and-swap policy of every benchmark: generous, up to 100
 /// attempts, pauses of up to 50 µs growing to 5 ms.
 pub fn cas_policy() -> CasPolicy {

@@ -11,7 +11,7 @@ use memcache_ratelimit::{
 };
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{
-    cas_policy, median, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    cas_policy, median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -143,27 +143,6 @@ enum Target {
     Raw(AsyncMetaClient),
     Ceiling(AsyncMetaClient),
     Limiter(Arc<dyn RateLimiter>),
-}
-
-#[derive(Default, Clone, Copy)]
-struct Counts {
-    allowed: u64,
-    denied: u64,
-    contention: u64,
-    errors: u64,
-}
-
-impl Counts {
-    fn add(&mut self, other: Counts) {
-        self.allowed += other.allowed;
-        self.denied += other.denied;
-        self.contention += other.contention;
-        self.errors += other.errors;
-    }
-
-    fn decisions(&self) -> u64 {
-        self.allowed + self.denied
-    }
 }
 
 struct WorkerResult {

@@ -10,7 +10,7 @@ use memcache_ratelimit::{
 };
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    median, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
+    median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -143,25 +143,6 @@ fn target(kind: Kind) -> Target {
         ),
     };
     Target::Limiter(limiter)
-}
-
-#[derive(Default, Clone, Copy)]
-struct Counts {
-    allowed: u64,
-    denied: u64,
-    errors: u64,
-}
-
-impl Counts {
-    fn add(&mut self, other: Counts) {
-        self.allowed += other.allowed;
-        self.denied += other.denied;
-        self.errors += other.errors;
-    }
-
-    fn decisions(&self) -> u64 {
-        self.allowed + self.denied
-    }
 }
 
 /// Each case's runs, in the order they ran.
