@@ -83,23 +83,98 @@ impl KeySpace {
 
     /// The key prefix of client `id`: `<namespace>:<client>`.
     pub fn client(&self, id: &[u8]) -> ClientKey {
-        let max_raw = MAX_KEY_LEN - self.namespace.len() - 2 - SUFFIX_RESERVE;
-        let mut prefix = String::with_capacity(self.namespace.len() + 1 + id.len().min(max_raw));
-        prefix.push_str(&self.namespace);
-        prefix.push(':');
-        if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
-            // Every byte is printable ASCII, so this is valid UTF-8.
-            prefix.push_str(std::str::from_utf8(id).expect("printable ASCII"));
-        } else {
-            prefix.push(HASH_MARK as char);
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            for byte in Sha256::digest(id) {
-                prefix.push(char::from(HEX[usize::from(byte >> 4)]));
-                prefix.push(char::from(HEX[usize::from(byte & 0xf)]));
-            }
-        }
+        let mut key = KeyBuf::new();
+        self.push_client(id, &mut key);
+        // Printable ASCII only, so this is valid UTF-8.
+        let prefix = std::str::from_utf8(&key)
+            .expect("printable ASCII")
+            .to_owned();
         ClientKey { prefix }
     }
+
+    /// The full key `<namespace>:<client>_<suffix>`, built on the stack.
+    ///
+    /// # Panics
+    ///
+    /// As [`ClientKey::with_suffix`] does, for a suffix this crate's
+    /// algorithms never write.
+    pub(crate) fn key(&self, id: &[u8], suffix: &str) -> KeyBuf {
+        check_suffix(suffix);
+        let mut key = KeyBuf::new();
+        self.push_client(id, &mut key);
+        key.push(b"_");
+        key.push(suffix.as_bytes());
+        key
+    }
+
+    /// Appends `<namespace>:<client>` to an empty `key`: at most
+    /// `MAX_KEY_LEN - SUFFIX_RESERVE` bytes.
+    fn push_client(&self, id: &[u8], key: &mut KeyBuf) {
+        let max_raw = MAX_KEY_LEN - self.namespace.len() - 2 - SUFFIX_RESERVE;
+        key.push(self.namespace.as_bytes());
+        key.push(b":");
+        if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
+            key.push(id);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let mut hashed = [HASH_MARK; 65];
+            for (at, byte) in Sha256::digest(id).into_iter().enumerate() {
+                hashed[1 + 2 * at] = HEX[usize::from(byte >> 4)];
+                hashed[2 + 2 * at] = HEX[usize::from(byte & 0xf)];
+            }
+            key.push(&hashed);
+        }
+    }
+}
+
+/// A key of at most [`MAX_KEY_LEN`] bytes, held on the stack.
+#[derive(Clone, Copy)]
+pub(crate) struct KeyBuf {
+    bytes: [u8; MAX_KEY_LEN],
+    len: usize,
+}
+
+impl KeyBuf {
+    fn new() -> Self {
+        Self {
+            bytes: [0; MAX_KEY_LEN],
+            len: 0,
+        }
+    }
+
+    /// Appends `part`.
+    ///
+    /// # Panics
+    ///
+    /// Past [`MAX_KEY_LEN`] bytes, which the reserves above rule out.
+    fn push(&mut self, part: &[u8]) {
+        let end = self.len + part.len();
+        self.bytes[self.len..end].copy_from_slice(part);
+        self.len = end;
+    }
+}
+
+impl std::ops::Deref for KeyBuf {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl fmt::Debug for KeyBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
+}
+
+/// Panics on a suffix this crate's algorithms never write: one holding `_`
+/// or anything but printable ASCII, or one longer than the space kept.
+fn check_suffix(suffix: &str) {
+    assert!(
+        suffix.len() < SUFFIX_RESERVE && suffix.bytes().all(|b| is_raw_byte(b) && b != b'_'),
+        "invalid key suffix {suffix:?}"
+    );
 }
 
 impl Default for KeySpace {
@@ -131,10 +206,7 @@ impl ClientKey {
     /// If `suffix` holds `_` or is longer than the space kept for it: the
     /// suffixes are written by this crate's algorithms, so that is a bug.
     pub(crate) fn with_suffix(&self, suffix: &str) -> Vec<u8> {
-        assert!(
-            suffix.len() < SUFFIX_RESERVE && suffix.bytes().all(|b| is_raw_byte(b) && b != b'_'),
-            "invalid key suffix {suffix:?}"
-        );
+        check_suffix(suffix);
         let mut key = Vec::with_capacity(self.prefix.len() + 1 + suffix.len());
         key.extend_from_slice(self.prefix.as_bytes());
         key.push(b'_');

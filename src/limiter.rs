@@ -122,7 +122,8 @@ forward_rate_limiter!(Box, Arc);
 /// call to its `inner` engine. `check` and `check_n` do what the trait's
 /// defaults do, reading the clock and calling the engine directly: through
 /// the defaults, the engine's `check_at` would be one more boxed future per
-/// decision.
+/// decision. They read the clock as nanoseconds, which is what the engines
+/// compute with, rather than building a `DateTime` to take apart again.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
         #[async_trait::async_trait]
@@ -136,8 +137,11 @@ macro_rules! delegate_rate_limiter {
             }
 
             async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
-                let now = self.inner.settings.clock.now();
-                self.inner.check_at(key, 1, now).await
+                let clock = &self.inner.settings.clock;
+                match clock.unix_nanos() {
+                    Some(now) => self.inner.check_nanos(key, 1, now).await,
+                    None => self.inner.check_at(key, 1, clock.now()).await,
+                }
             }
 
             async fn check_n(
@@ -145,8 +149,12 @@ macro_rules! delegate_rate_limiter {
                 key: &[u8],
                 cost: u64,
             ) -> Result<$crate::Decision, $crate::Error> {
-                let now = self.inner.settings.clock.now();
-                self.inner.check_at(key, cost, now).await
+                let clock = &self.inner.settings.clock;
+                match clock.unix_nanos() {
+                    Some(now) => self.inner.check_nanos(key, cost, now).await,
+                    // Out of range: `check_at` says so.
+                    None => self.inner.check_at(key, cost, clock.now()).await,
+                }
             }
 
             async fn check_at(

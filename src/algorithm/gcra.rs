@@ -216,8 +216,25 @@ impl GcraCore {
         if units <= 0 {
             return Duration::ZERO;
         }
-        let nanos = (units + self.limit - 1) / self.limit;
+        let nanos = div(units + self.limit - 1, self.limit);
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// `a / b`, in 64 bits when both fit, as they do but for extreme quotas:
+/// a 128-bit division costs several times more.
+fn div(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) => i128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `value as f64`, through 64 bits when it fits.
+fn to_f64(value: i128) -> f64 {
+    match i64::try_from(value) {
+        Ok(value) => value as f64,
+        Err(_) => value as f64,
     }
 }
 
@@ -233,7 +250,13 @@ impl CasCore for GcraCore {
     }
 
     fn encode(&self, tat: &i128) -> Vec<u8> {
-        tat.to_string().into_bytes()
+        let mut out = Vec::new();
+        self.encode_into(tat, &mut out);
+        out
+    }
+
+    fn encode_into(&self, tat: &i128, out: &mut Vec<u8>) {
+        out.extend_from_slice(itoa::Buffer::new().format(*tat).as_bytes());
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<i128> {
@@ -257,7 +280,7 @@ impl CasCore for GcraCore {
         } else {
             tat
         };
-        let remaining = ((now + tolerance - after) / self.interval).max(0) as u64;
+        let remaining = div(now + tolerance - after, self.interval).max(0) as u64;
         let reset_after = self.duration(after - now);
         let decision = if allowed {
             Decision::allowed(self.burst, remaining, reset_after)
@@ -265,7 +288,7 @@ impl CasCore for GcraCore {
             let retry = self.duration(after + cost - tolerance - now);
             Decision::denied(self.burst, remaining, reset_after, retry)
         }
-        .with_used((after - now).max(0) as f64 / self.interval as f64);
+        .with_used(to_f64((after - now).max(0)) / to_f64(self.interval));
         Step {
             decision,
             delay: if allowed {

@@ -8,6 +8,15 @@
 //! the answer is [`Error::Contention`]; a request is never admitted on
 //! state that another writer has already changed.
 //!
+//! # On a store that answers at once
+//!
+//! A store that offers [`ImmediateStore`] (the in-process
+//! [`MemoryStore`](crate::MemoryStore)) runs the read, the decision and the
+//! write as one atomic step under its own lock
+//! ([`ImmediateStore::update_now`]), within the caller's poll: no version,
+//! no conflict, no retry, no queue, no task. Everything below is about
+//! stores that make a request wait.
+//!
 //! # Local combining
 //!
 //! Requests for one key from one limiter never race each other. At most one
@@ -104,9 +113,9 @@ use tokio::sync::oneshot;
 use super::buckets::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
-use crate::key::KeyHasher;
+use crate::key::{KeyBuf, KeyHasher};
 use crate::limiter::{timeout, DeniedRequests, Settings};
-use crate::store::{PutCondition, PutOutcome, Store};
+use crate::store::{ImmediateStore, PutCondition, PutOutcome, Store};
 
 /// The most requests decided in one group: one read, up to this many
 /// decisions, one write. More waiting requests go to the next group.
@@ -297,6 +306,10 @@ pub(crate) trait CasCore: Send + Sync + fmt::Debug + 'static {
     /// with different parameters never share a state.
     fn suffix(&self) -> &str;
     fn encode(&self, state: &Self::State) -> Vec<u8>;
+    /// [`encode`](Self::encode), appended to `out`.
+    fn encode_into(&self, state: &Self::State, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.encode(state));
+    }
     /// `None` for bytes that are not this algorithm's state.
     fn decode(&self, bytes: &[u8]) -> Option<Self::State>;
     fn decide(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State>;
@@ -396,10 +409,12 @@ impl<C: CasCore> CasLimiter<C> {
 
     /// The one key holding `client`'s state.
     pub(crate) fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.settings
-            .keys
-            .client(client)
-            .with_suffix(self.core.suffix())
+        self.key_buf(client).to_vec()
+    }
+
+    /// [`key`](Self::key), on the stack.
+    fn key_buf(&self, client: &[u8]) -> KeyBuf {
+        self.settings.keys.key(client, self.core.suffix())
     }
 
     pub(crate) async fn check_at(
@@ -408,7 +423,17 @@ impl<C: CasCore> CasLimiter<C> {
         cost: u64,
         at: DateTime<Utc>,
     ) -> Result<Decision, Error> {
-        Ok(self.step(client, cost, at, Duration::ZERO).await?.0)
+        self.check_nanos(client, cost, unix_nanos(at)?).await
+    }
+
+    /// [`check_at`](Self::check_at) at `now` nanoseconds since the epoch.
+    pub(crate) async fn check_nanos(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Decision, Error> {
+        Ok(self.step_nanos(client, cost, now, Duration::ZERO).await?.0)
     }
 
     /// Decides a request that may wait up to `max_delay`; returns the
@@ -426,18 +451,33 @@ impl<C: CasCore> CasLimiter<C> {
         at: DateTime<Utc>,
         max_delay: Duration,
     ) -> Result<(Decision, Duration), Error> {
+        self.step_nanos(client, cost, unix_nanos(at)?, max_delay)
+            .await
+    }
+
+    /// [`step`](Self::step) at `now` nanoseconds since the epoch.
+    pub(crate) async fn step_nanos(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+        max_delay: Duration,
+    ) -> Result<(Decision, Duration), Error> {
         let settings = &self.settings;
         settings.check_cost(cost, self.core.capacity())?;
         let ask = Ask {
             cost,
-            now: unix_nanos(at)?,
+            now,
             strict: settings.denied == DeniedRequests::Counted,
             max_delay,
         };
-        let key = self.key(client);
+        let key = self.key_buf(client);
         self.engine.counters.bump(DECISIONS);
+        if let Some(store) = settings.store.immediate() {
+            return self.engine.decide_now(store, &key, ask);
+        }
         settings
-            .within_deadline(Engine::submit(&self.engine, key, ask))
+            .within_deadline(Engine::submit(&self.engine, key.to_vec(), ask))
             .await
     }
 
@@ -456,6 +496,40 @@ impl<C: CasCore> Engine<C> {
     /// `Store` impl of `Arc`, one more boxed future per call.
     fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// Decides one request on a store that answers at once: one atomic
+    /// read-decide-write of the key's state, in the caller's poll. Nothing
+    /// can write between the read and the write, so there is no conflict,
+    /// no retry and nothing to combine.
+    fn decide_now(&self, store: &dyn ImmediateStore, key: &[u8], ask: Ask) -> Answer {
+        self.counters.bump(ATTEMPTS);
+        let mut decided = None;
+        store.update_now(key, &mut |current, next| {
+            let state = current.and_then(|bytes| {
+                let state = self.core.decode(bytes);
+                if state.is_none() {
+                    self.replaced(key);
+                }
+                state
+            });
+            let step = self.core.decide(state.as_ref(), ask);
+            decided = Some((step.decision, step.delay));
+            let (state, ttl) = step.write?;
+            self.core.encode_into(&state, next);
+            Some(ttl)
+        })?;
+        Ok(decided.expect("the step runs once"))
+    }
+
+    /// Counts and reports a stored value that is not this algorithm's
+    /// state, which the next write replaces.
+    fn replaced(&self, key: &[u8]) {
+        self.counters.bump(REPLACED);
+        tracing::warn!(
+            key = %String::from_utf8_lossy(key),
+            "stored value is not this limiter's state; replacing it"
+        );
     }
 
     /// Queues one request for `key` and waits for its answer, starting the
@@ -642,11 +716,7 @@ impl<C: CasCore> Engine<C> {
                 Some(stored) => {
                     let state = self.core.decode(&stored.value);
                     if state.is_none() {
-                        self.counters.bump(REPLACED);
-                        tracing::warn!(
-                            key = %String::from_utf8_lossy(key),
-                            "stored value is not this limiter's state; replacing it"
-                        );
+                        self.replaced(key);
                     }
                     (state, PutCondition::Version(stored.version))
                 }
@@ -921,7 +991,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_store_that_never_waits_is_served_within_the_callers_poll() {
-        let limiter = limiter_on(Arc::new(MemoryStore::new()), 10);
+        // Answers at once, through the asynchronous calls only.
+        let store = crate::store::CountingStore::new(MemoryStore::new());
+        assert!(store.immediate().is_none());
+        let limiter = limiter_on(Arc::new(store), 10);
         let noop = std::task::Waker::noop();
         let mut context = std::task::Context::from_waker(noop);
         for remaining in [9, 8, 7] {
@@ -947,5 +1020,59 @@ mod tests {
         assert_eq!(decision.remaining(), 6);
         let stats = limiter.stats();
         assert_eq!((stats.decisions, stats.combined), (5, 0));
+    }
+
+    #[tokio::test]
+    async fn an_immediate_store_is_decided_in_one_atomic_step() {
+        let store = Arc::new(MemoryStore::new());
+        let limiter = limiter_on(store.clone(), 10);
+        let noop = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(noop);
+        for remaining in [9, 8, 7] {
+            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
+            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
+                panic!("a decision on MemoryStore waited");
+            };
+            assert_eq!(answer.unwrap().0.remaining(), remaining);
+            assert_eq!(keys_in_flight(&limiter), 0);
+        }
+        // A bug in the core is the caller's panic, as in any synchronous
+        // call; nothing was written and the store keeps serving the key.
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            let step = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO);
+            let _ = std::pin::pin!(step).poll(&mut context);
+        }));
+        assert!(caught.is_err());
+        let (decision, _) = limiter
+            .step(b"c", 1, Utc::now(), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(decision.remaining(), 6);
+        // Something else at the key is replaced, and reported.
+        let key = limiter.key(b"c");
+        store
+            .put(
+                &key,
+                b"not a count",
+                Duration::from_secs(60),
+                PutCondition::Always,
+            )
+            .await
+            .unwrap();
+        let (decision, _) = limiter
+            .step(b"c", 2, Utc::now(), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(decision.remaining(), 8);
+        let stats = limiter.stats();
+        assert_eq!(
+            (
+                stats.decisions,
+                stats.attempts,
+                stats.conflicts,
+                stats.replaced
+            ),
+            (6, 6, 0, 1)
+        );
     }
 }

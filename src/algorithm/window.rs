@@ -50,9 +50,18 @@ impl WindowCounter {
         cost: u64,
         at: DateTime<Utc>,
     ) -> Result<Decision, Error> {
+        self.check_nanos(client, cost, unix_nanos(at)?).await
+    }
+
+    /// [`check_at`](Self::check_at) at `now` nanoseconds since the epoch.
+    pub(crate) async fn check_nanos(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Decision, Error> {
         let settings = &self.settings;
         settings.check_cost(cost, settings.quota.limit())?;
-        let now = unix_nanos(at)?;
         let client = settings.keys.client(client);
         let index = self.buckets.index(now);
         let current = self.bucket_key(&client, index);
@@ -70,10 +79,14 @@ impl WindowCounter {
             .iter()
             .map(|&age| self.bucket_key(&client, index - age as i64))
             .collect();
-        let increment = settings
-            .store
-            .increment(&current, cost, self.buckets.ttl(), &reads);
-        let counters = settings.within_deadline(increment).await?;
+        let ttl = self.buckets.ttl();
+        let counters = match settings.store.immediate() {
+            Some(store) => store.increment_now(&current, cost, ttl, &reads)?,
+            None => {
+                let increment = settings.store.increment(&current, cost, ttl, &reads);
+                settings.within_deadline(increment).await?
+            }
+        };
 
         counts[0] = counters.value;
         for (&age, count) in read_ages.iter().zip(&counters.read) {
@@ -128,7 +141,11 @@ impl WindowCounter {
     /// it may have landed, so the client at worst loses `cost` units until
     /// the bucket slides out of the window.
     async fn refund(&self, key: &[u8], cost: u64, left: Duration) {
-        let outcome = timeout(left, self.settings.store.decrement(key, cost)).await;
+        let store = &self.settings.store;
+        let outcome = match store.immediate() {
+            Some(store) => Some(store.decrement_now(key, cost)),
+            None => timeout(left, store.decrement(key, cost)).await,
+        };
         match outcome {
             Some(Ok(_)) => {}
             Some(Err(error)) => tracing::warn!(%error, cost, "refund of a denied request failed"),

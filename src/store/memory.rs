@@ -11,14 +11,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    check_key, check_value, parse_counter, ttl_secs, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    check_key, check_value, parse_counter, ttl_secs, Counters, ImmediateStore, PutCondition,
+    PutOutcome, Store, UpdateStep, Versioned,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::KeyHasher;
 
 const SHARDS: usize = 16;
+
+thread_local! {
+    /// Where [`ImmediateStore::update_now`] has its step write the new
+    /// value.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// An in-process store that follows memcached's rules (see the
 /// [contract](crate::store)): expiry is fixed when an item is created and
@@ -299,9 +305,8 @@ fn not_a_number(key: &[u8]) -> StoreError {
     )
 }
 
-#[async_trait]
-impl Store for MemoryStore {
-    async fn increment(
+impl ImmediateStore for MemoryStore {
+    fn increment_now(
         &self,
         key: &[u8],
         delta: u64,
@@ -343,7 +348,7 @@ impl Store for MemoryStore {
         Ok(Counters { value, read })
     }
 
-    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+    fn decrement_now(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
         check_key(key)?;
         let now = self.now();
         let version = self.next_version();
@@ -359,6 +364,51 @@ impl Store for MemoryStore {
         item.value = Value::Counter(next);
         item.version = version;
         Ok(Some(next))
+    }
+
+    fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError> {
+        check_key(key)?;
+        let now = self.now();
+        let mut shard = self.shard(key);
+        shard.reclaim(now);
+        // The new value is written into a buffer of this thread's, then
+        // copied into the item's own: no allocation once both have grown.
+        SCRATCH.with_borrow_mut(|next| {
+            next.clear();
+            let digits;
+            let current = match shard.live(key, now).map(|item| &item.value) {
+                None => None,
+                Some(Value::Bytes(bytes)) => Some(bytes.as_slice()),
+                Some(Value::Counter(n)) => {
+                    digits = n.to_string();
+                    Some(digits.as_bytes())
+                }
+            };
+            let Some(ttl) = step(current, next) else {
+                return Ok(());
+            };
+            check_value(next)?;
+            let version = self.next_version();
+            shard.write(key, next, version, Self::expiry(now, ttl));
+            Ok(())
+        })
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError> {
+        self.increment_now(key, delta, ttl, also_read)
+    }
+
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        self.decrement_now(key, delta)
     }
 
     async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
@@ -422,6 +472,10 @@ impl Store for MemoryStore {
             shard.items.remove(key.as_slice());
         }
         Ok(deleted)
+    }
+
+    fn immediate(&self) -> Option<&dyn ImmediateStore> {
+        Some(self)
     }
 }
 

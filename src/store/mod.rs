@@ -36,6 +36,7 @@
 //!   retried by the store.
 
 mod counting;
+mod immediate;
 mod memcached;
 mod memory;
 mod pipeline;
@@ -49,6 +50,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 
 pub use counting::{CountingStore, StoreCalls};
+pub use immediate::{ImmediateStore, UpdateStep};
 pub use memcached::{MemcachedStore, MemcachedStoreBuilder};
 pub use memory::MemoryStore;
 pub use pipeline::PipelineStats;
@@ -133,6 +135,14 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Deletes `keys`; returns how many existed.
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError>;
+
+    /// The same store, called synchronously, if it answers without waiting
+    /// (see [`ImmediateStore`]). `None`, the default, for a store whose
+    /// calls wait (a network round trip), and for a decorator that must see
+    /// every call through the methods above.
+    fn immediate(&self) -> Option<&dyn ImmediateStore> {
+        None
+    }
 }
 
 /// TTL in whole seconds, rounded up, at least 1: memcached's granularity,
@@ -223,5 +233,9 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
         (**self).delete(keys).await
+    }
+
+    fn immediate(&self) -> Option<&dyn ImmediateStore> {
+        (**self).immediate()
     }
 }

@@ -1,0 +1,63 @@
+//! Synchronous access to a store that answers without waiting.
+
+use std::time::Duration;
+
+use super::Counters;
+use crate::error::StoreError;
+
+/// One step of [`ImmediateStore::update_now`]: given the value held (if
+/// any) and an empty buffer, writes the new value into the buffer and
+/// returns its lifetime, or returns `None` to leave the item as it is.
+pub type UpdateStep<'a> = dyn FnMut(Option<&[u8]>, &mut Vec<u8>) -> Option<Duration> + 'a;
+
+/// The operations of a store that never waits (one in process, such as
+/// [`MemoryStore`](crate::MemoryStore)), called synchronously. A store
+/// offers it through [`Store::immediate`](crate::store::Store::immediate);
+/// limiters then decide within the caller's poll, with no future boxed per
+/// store call, no deadline timer and no compare-and-swap round: the rules
+/// of the [contract](crate::store) still hold, and every algorithm is the
+/// same code on either path.
+///
+/// ```
+/// use memcache_ratelimit::store::{MemoryStore, Store};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new();
+/// let now = store.immediate().expect("an in-process store answers at once");
+/// let ttl = Duration::from_secs(10);
+/// assert_eq!(now.increment_now(b"hits", 2, ttl, &[])?.value, 2);
+/// now.update_now(b"state", &mut |current, next| {
+///     assert_eq!(current, None);
+///     next.extend_from_slice(b"7");
+///     Some(ttl)
+/// })?;
+/// now.update_now(b"state", &mut |current, _| {
+///     assert_eq!(current, Some(&b"7"[..]));
+///     None // keep it
+/// })?;
+/// # Ok::<(), memcache_ratelimit::StoreError>(())
+/// ```
+pub trait ImmediateStore: Send + Sync {
+    /// [`Store::increment`](crate::store::Store::increment), at once.
+    fn increment_now(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError>;
+
+    /// [`Store::decrement`](crate::store::Store::decrement), at once.
+    fn decrement_now(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError>;
+
+    /// Reads the value at `key` (`None` if missing; a counter reads as its
+    /// decimal digits) and hands it to `step` with an empty buffer. If
+    /// `step` returns a lifetime, what it wrote into the buffer is stored
+    /// as a new item with that lifetime; `None` leaves the item untouched.
+    /// All of it is one atomic step: the read-modify-write a
+    /// compare-and-swap makes safe on a remote store. `step` runs exactly
+    /// once, while the item is held, so it must not call the store. An
+    /// empty value is not written and is an error, as
+    /// [`Store::put`](crate::store::Store::put) rejects it.
+    fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError>;
+}
