@@ -45,6 +45,17 @@ pub trait Clock: Send + Sync + fmt::Debug {
     }
 }
 
+/// A shared clock is a clock.
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now(&self) -> DateTime<Utc> {
+        (**self).now()
+    }
+
+    fn unix_nanos(&self) -> Option<i64> {
+        (**self).unix_nanos()
+    }
+}
+
 /// The host's unix time, read through chrono.
 ///
 /// ```

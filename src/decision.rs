@@ -39,6 +39,7 @@ pub struct Decision {
     reset_after: Duration,
     retry_after: Option<Duration>,
     used: f64,
+    under_failure: bool,
 }
 
 impl Decision {
@@ -51,6 +52,7 @@ impl Decision {
             reset_after,
             retry_after: None,
             used: limit.saturating_sub(remaining) as f64,
+            under_failure: false,
         }
     }
 
@@ -69,6 +71,7 @@ impl Decision {
             reset_after,
             retry_after: Some(retry_after),
             used: limit.saturating_sub(remaining) as f64,
+            under_failure: false,
         }
     }
 
@@ -121,5 +124,19 @@ impl Decision {
     /// request was allowed.
     pub fn retry_after(&self) -> Option<Duration> {
         self.retry_after
+    }
+
+    /// Whether the store failed (an error, or the deadline passed) and this
+    /// decision was made by the limiter's
+    /// [`FailurePolicy`](crate::FailurePolicy) instead.
+    pub fn under_failure(&self) -> bool {
+        self.under_failure
+    }
+
+    /// Marks the decision as made under the failure policy.
+    #[must_use]
+    pub(crate) fn made_under_failure(mut self) -> Self {
+        self.under_failure = true;
+        self
     }
 }

@@ -88,6 +88,7 @@ mod clock;
 mod decision;
 mod deny_cache;
 mod error;
+pub mod failure;
 pub mod key;
 mod limiter;
 mod quota;
@@ -101,6 +102,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use deny_cache::DenyCache;
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
+pub use failure::{FailurePolicy, FailureStats};
 pub use key::KeySpace;
 pub use limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,

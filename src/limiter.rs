@@ -12,9 +12,10 @@ use crate::algorithm::CasPolicy;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::failure::{scale_quota, FailurePolicy, Failures};
 use crate::key::KeySpace;
 use crate::quota::Quota;
-use crate::store::Store;
+use crate::store::{MemoryStore, Store};
 
 /// The default bound on one decision. memcached answers in well under a
 /// millisecond on a healthy network; a decision that has waited this long
@@ -126,6 +127,32 @@ forward_rate_limiter!(Box, Arc);
 /// compute with, rather than building a `DateTime` to take apart again.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
+        impl $ty {
+            /// The store failures this limiter absorbed under its
+            /// [`FailurePolicy`](crate::FailurePolicy), since it was built.
+            pub fn failure_stats(&self) -> $crate::FailureStats {
+                self.inner.settings.failures.stats()
+            }
+
+            /// The engine's answer, or the failure policy's in its place.
+            async fn decided(
+                &self,
+                outcome: Result<$crate::Decision, $crate::Error>,
+                key: &[u8],
+                cost: u64,
+                now: i64,
+            ) -> Result<$crate::Decision, $crate::Error> {
+                if outcome.is_ok() {
+                    return outcome;
+                }
+                let settings = &self.inner.settings;
+                settings
+                    .failures
+                    .decide(outcome, settings.quota, key, cost, now)
+                    .await
+            }
+        }
+
         #[async_trait::async_trait]
         impl $crate::RateLimiter for $ty {
             fn quota(&self) -> $crate::Quota {
@@ -139,7 +166,10 @@ macro_rules! delegate_rate_limiter {
             async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
                 let clock = &self.inner.settings.clock;
                 match clock.unix_nanos() {
-                    Some(now) => self.inner.check_nanos(key, 1, now).await,
+                    Some(now) => {
+                        let outcome = self.inner.check_nanos(key, 1, now).await;
+                        self.decided(outcome, key, 1, now).await
+                    }
                     None => self.inner.check_at(key, 1, clock.now()).await,
                 }
             }
@@ -151,7 +181,10 @@ macro_rules! delegate_rate_limiter {
             ) -> Result<$crate::Decision, $crate::Error> {
                 let clock = &self.inner.settings.clock;
                 match clock.unix_nanos() {
-                    Some(now) => self.inner.check_nanos(key, cost, now).await,
+                    Some(now) => {
+                        let outcome = self.inner.check_nanos(key, cost, now).await;
+                        self.decided(outcome, key, cost, now).await
+                    }
                     // Out of range: `check_at` says so.
                     None => self.inner.check_at(key, cost, clock.now()).await,
                 }
@@ -163,10 +196,15 @@ macro_rules! delegate_rate_limiter {
                 cost: u64,
                 at: chrono::DateTime<chrono::Utc>,
             ) -> Result<$crate::Decision, $crate::Error> {
-                self.inner.check_at(key, cost, at).await
+                let outcome = self.inner.check_at(key, cost, at).await;
+                match at.timestamp_nanos_opt() {
+                    Some(now) => self.decided(outcome, key, cost, now).await,
+                    None => outcome,
+                }
             }
 
             async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
+                self.inner.settings.failures.reset(key).await;
                 self.inner.reset(key).await
             }
         }
@@ -201,6 +239,7 @@ pub(crate) struct Settings {
     pub(crate) deadline: Duration,
     pub(crate) denied: DeniedRequests,
     pub(crate) max_clock_skew: Duration,
+    pub(crate) failures: Arc<Failures>,
 }
 
 impl Settings {
@@ -283,7 +322,7 @@ pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Ou
 /// assert_eq!(bad.unwrap_err().field(), "namespace");
 /// # Ok::<(), memcache_ratelimit::ConfigError>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[must_use]
 pub struct LimiterBuilder<A> {
     quota: Quota,
@@ -293,6 +332,7 @@ pub struct LimiterBuilder<A> {
     deadline: Duration,
     denied: DeniedRequests,
     max_clock_skew: Duration,
+    failure: FailurePolicy,
     pub(crate) algorithm: A,
 }
 
@@ -306,8 +346,17 @@ impl<A> LimiterBuilder<A> {
             deadline: DEFAULT_DEADLINE,
             denied: DeniedRequests::default(),
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
+            failure: FailurePolicy::default(),
             algorithm,
         }
+    }
+
+    /// What to decide when the store fails or misses the deadline
+    /// (default [`FailurePolicy::Open`]); see [`FailurePolicy`]. A
+    /// fallback share outside (0, 1] is rejected by `build`.
+    pub fn on_failure(mut self, policy: FailurePolicy) -> Self {
+        self.failure = policy;
+        self
     }
 
     /// The clock to read (default [`SystemClock`]).
@@ -388,6 +437,7 @@ impl<A> LimiterBuilder<A> {
                 format!("{:?} is more than {MAX_CLOCK_SKEW:?}", self.max_clock_skew),
             ));
         }
+        self.failure.validate()?;
         let settings = Settings {
             quota: self.quota,
             store: self.store,
@@ -396,7 +446,48 @@ impl<A> LimiterBuilder<A> {
             deadline: self.deadline,
             denied: self.denied,
             max_clock_skew: self.max_clock_skew,
+            failures: Arc::new(Failures::new(self.failure, None)),
         };
         Ok((settings, self.algorithm))
+    }
+
+    /// [`into_settings`](Self::into_settings), with the failure policy's
+    /// local stand-in built by `build` when the policy is
+    /// [`FailurePolicy::Fallback`]: the same algorithm and settings on a
+    /// [`MemoryStore`] of the same clock, with the quota (and the
+    /// algorithm's own burst or capacity) scaled to the share.
+    pub(crate) fn into_parts<L: RateLimiter + 'static>(
+        self,
+        build: fn(Self) -> Result<L, ConfigError>,
+    ) -> Result<(Settings, A), ConfigError>
+    where
+        A: Clone + Shared,
+    {
+        self.failure.validate()?;
+        let fallback = match self.failure {
+            FailurePolicy::Fallback { share } => {
+                let mut local = self.clone();
+                local.store = Arc::new(MemoryStore::with_clock(self.clock.clone()));
+                local.quota = scale_quota(self.quota, share);
+                local.algorithm.share(share);
+                local.failure = FailurePolicy::ReturnError;
+                Some(Arc::new(build(local)?) as Arc<dyn RateLimiter>)
+            }
+            _ => None,
+        };
+        let policy = self.failure;
+        let (mut settings, algorithm) = self.into_settings()?;
+        settings.failures = Arc::new(Failures::new(policy, fallback));
+        Ok((settings, algorithm))
+    }
+}
+
+/// An algorithm's own settings, scaled to a share of the quota for the
+/// local stand-in of [`FailurePolicy::Fallback`].
+pub(crate) trait Shared {
+    /// Scales what the algorithm sets beside the quota (a burst, a
+    /// capacity) to `share`; nothing by default.
+    fn share(&mut self, share: f64) {
+        let _ = share;
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::memcached::Memcached;
 use memcache_ratelimit::{
-    Error, FixedWindow, LimiterBuilder, MemcachedStore, RateLimiter, SlidingWindow,
+    Error, FailurePolicy, FixedWindow, LimiterBuilder, MemcachedStore, RateLimiter, SlidingWindow,
     DEFAULT_DEADLINE,
 };
 
@@ -35,6 +35,7 @@ async fn a_hung_memcached_yields_a_deadline_error_not_a_hang() {
         Box::new(
             FixedWindow::builder("10/minute".parse().unwrap(), store.clone())
                 .deadline(deadline)
+                .on_failure(FailurePolicy::ReturnError)
                 .build()
                 .unwrap(),
         ),
@@ -42,6 +43,7 @@ async fn a_hung_memcached_yields_a_deadline_error_not_a_hang() {
             SlidingWindow::builder("10/minute".parse().unwrap(), store.clone())
                 .sub_windows(4)
                 .deadline(deadline)
+                .on_failure(FailurePolicy::ReturnError)
                 .build()
                 .unwrap(),
         ),

@@ -16,7 +16,7 @@ use common::memcached::Memcached;
 use common::{unique_client, T0};
 use memcache_ratelimit::store::{PutCondition, PutOutcome, Store};
 use memcache_ratelimit::{
-    Error, ManualClock, MemcachedStore, RateLimiter, SlidingWindow, StoreErrorKind,
+    Error, FailurePolicy, ManualClock, MemcachedStore, RateLimiter, SlidingWindow, StoreErrorKind,
 };
 use tokio::sync::Barrier;
 
@@ -400,6 +400,7 @@ async fn a_hung_memcached_yields_deadline_errors_promptly_and_then_recovers() {
                     .sub_windows(1)
                     .clock(ManualClock::from_unix_secs(T0 + 30))
                     .deadline(deadline)
+                    .on_failure(FailurePolicy::ReturnError)
                     .build()
                     .unwrap(),
             )

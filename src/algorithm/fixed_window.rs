@@ -52,6 +52,8 @@ pub struct FixedWindowConfig {
     _private: (),
 }
 
+impl crate::limiter::Shared for FixedWindowConfig {}
+
 impl FixedWindow {
     /// Starts building a fixed window enforcing `quota` on `store`.
     pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindowConfig> {
@@ -67,7 +69,7 @@ impl FixedWindow {
 impl LimiterBuilder<FixedWindowConfig> {
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<FixedWindow, ConfigError> {
-        let (settings, _) = self.into_settings()?;
+        let (settings, _) = self.into_parts(Self::build)?;
         let buckets = Buckets::new(settings.quota.period(), 1, 0)?;
         Ok(FixedWindow {
             inner: WindowCounter {

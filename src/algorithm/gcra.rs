@@ -81,6 +81,12 @@ pub struct GcraConfig {
     cas: CasPolicy,
 }
 
+impl crate::limiter::Shared for GcraConfig {
+    fn share(&mut self, share: f64) {
+        self.burst = self.burst.map(|value| crate::failure::scale(value, share));
+    }
+}
+
 impl AsMut<CasPolicy> for GcraConfig {
     fn as_mut(&mut self) -> &mut CasPolicy {
         &mut self.cas
@@ -143,9 +149,20 @@ impl Gcra {
         cost: u64,
         max_delay: Duration,
     ) -> Result<Reservation, Error> {
-        let now = self.clock().now();
-        let (decision, delay) = self.inner.step(key, cost, now, max_delay).await?;
-        Ok(Reservation { decision, delay })
+        let at = self.clock().now();
+        match self.inner.step(key, cost, at, max_delay).await {
+            Ok((decision, delay)) => Ok(Reservation { decision, delay }),
+            // The failure policy decides; a stand-in's decision is
+            // immediate, so there is nothing to wait for.
+            Err(error) => {
+                let now = at.timestamp_nanos_opt().ok_or(Error::ClockOutOfRange(at))?;
+                let decision = self.decided(Err(error), key, cost, now).await?;
+                Ok(Reservation {
+                    decision,
+                    delay: Duration::ZERO,
+                })
+            }
+        }
     }
 
     /// Waits until a request of `cost` may go ahead, if that is within
@@ -175,7 +192,7 @@ impl LimiterBuilder<GcraConfig> {
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<Gcra, ConfigError> {
-        let (settings, config) = self.into_settings()?;
+        let (settings, config) = self.into_parts(Self::build)?;
         let burst = config.burst.unwrap_or(settings.quota.limit());
         if burst == 0 {
             return Err(ConfigError::new("burst", "must be at least 1"));

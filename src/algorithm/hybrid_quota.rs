@@ -139,6 +139,8 @@ pub struct HybridQuotaConfig {
     cas: CasPolicy,
 }
 
+impl crate::limiter::Shared for HybridQuotaConfig {}
+
 impl AsMut<CasPolicy> for HybridQuotaConfig {
     fn as_mut(&mut self) -> &mut CasPolicy {
         &mut self.cas
@@ -212,7 +214,7 @@ impl LimiterBuilder<HybridQuotaConfig> {
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<HybridQuota, ConfigError> {
-        let (settings, config) = self.into_settings()?;
+        let (settings, config) = self.into_parts(Self::build)?;
         let limit = settings.quota.limit();
         if limit > MAX_EXACT_LIMIT {
             return Err(ConfigError::new(

@@ -112,6 +112,8 @@ pub struct SlidingLogConfig {
     cas: CasPolicy,
 }
 
+impl crate::limiter::Shared for SlidingLogConfig {}
+
 impl AsMut<CasPolicy> for SlidingLogConfig {
     fn as_mut(&mut self) -> &mut CasPolicy {
         &mut self.cas
@@ -185,7 +187,7 @@ impl LimiterBuilder<SlidingLogConfig> {
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<SlidingLog, ConfigError> {
-        let (settings, config) = self.into_settings()?;
+        let (settings, config) = self.into_parts(Self::build)?;
         let limit = settings.quota.limit();
         if limit > MAX_LOG_LIMIT {
             return Err(ConfigError::new(

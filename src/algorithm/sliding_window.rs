@@ -79,6 +79,8 @@ pub struct SlidingWindowConfig {
     sealed_cache: usize,
 }
 
+impl crate::limiter::Shared for SlidingWindowConfig {}
+
 /// How many sealed buckets a sliding window keeps by default, as whole
 /// clients of `n` buckets each: 65,536 clients with one sub-window, 1,092
 /// with 60. A service with more active clients per process sets
@@ -140,7 +142,7 @@ impl LimiterBuilder<SlidingWindowConfig> {
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<SlidingWindow, ConfigError> {
-        let (settings, config) = self.into_settings()?;
+        let (settings, config) = self.into_parts(Self::build)?;
         let n = config.sub_windows;
         if n > MAX_SUB_WINDOWS {
             return Err(ConfigError::new(

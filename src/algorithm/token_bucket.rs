@@ -85,6 +85,14 @@ pub struct TokenBucketConfig {
     cas: CasPolicy,
 }
 
+impl crate::limiter::Shared for TokenBucketConfig {
+    fn share(&mut self, share: f64) {
+        self.capacity = self
+            .capacity
+            .map(|value| crate::failure::scale(value, share));
+    }
+}
+
 impl AsMut<CasPolicy> for TokenBucketConfig {
     fn as_mut(&mut self) -> &mut CasPolicy {
         &mut self.cas
@@ -130,7 +138,7 @@ impl LimiterBuilder<TokenBucketConfig> {
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<TokenBucket, ConfigError> {
-        let (settings, config) = self.into_settings()?;
+        let (settings, config) = self.into_parts(Self::build)?;
         let quota = settings.quota;
         let capacity = config.capacity.unwrap_or(quota.limit());
         if capacity == 0 {

@@ -173,6 +173,15 @@ impl Memcached {
             .status()
             .expect("run kill");
         assert!(status.success(), "kill -{signal} {pid} failed");
+        if signal == "STOP" {
+            // `kill` returns once the signal is sent; wait until every
+            // thread has really stopped, so no request is answered after.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !stopped(pid) {
+                assert!(Instant::now() < deadline, "memcached {pid} did not stop");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
     }
 }
 
@@ -190,4 +199,21 @@ impl Drop for Memcached {
         }
         self.kill();
     }
+}
+
+/// Whether every thread of process `pid` is stopped (state `T`).
+fn stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            // The state follows the command name, which is in parentheses.
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+            .unwrap_or(false)
+    })
 }
