@@ -989,22 +989,28 @@ mod tests {
         assert_eq!(keys_in_flight(&limiter), 0);
     }
 
+    /// Requests of cost 1 for one client, each answered within its first
+    /// poll, leaving `remaining` each.
+    fn decided_within_one_poll(limiter: &CasLimiter<Count>, remaining: [u64; 3]) {
+        let noop = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(noop);
+        for remaining in remaining {
+            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
+            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
+                panic!("a decision on MemoryStore waited");
+            };
+            assert_eq!(answer.unwrap().0.remaining(), remaining);
+            assert_eq!(keys_in_flight(limiter), 0);
+        }
+    }
+
     #[tokio::test]
     async fn a_store_that_never_waits_is_served_within_the_callers_poll() {
         // Answers at once, through the asynchronous calls only.
         let store = crate::store::CountingStore::new(MemoryStore::new());
         assert!(store.immediate().is_none());
         let limiter = limiter_on(Arc::new(store), 10);
-        let noop = std::task::Waker::noop();
-        let mut context = std::task::Context::from_waker(noop);
-        for remaining in [9, 8, 7] {
-            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
-            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
-                panic!("a decision on MemoryStore waited");
-            };
-            assert_eq!(answer.unwrap().0.remaining(), remaining);
-            assert_eq!(keys_in_flight(&limiter), 0);
-        }
+        decided_within_one_poll(&limiter, [9, 8, 7]);
         // A panic within the caller's poll is caught as a task's would be:
         // an error for the caller, and the key let go.
         let answer = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO).await;
@@ -1026,21 +1032,13 @@ mod tests {
     async fn an_immediate_store_is_decided_in_one_atomic_step() {
         let store = Arc::new(MemoryStore::new());
         let limiter = limiter_on(store.clone(), 10);
-        let noop = std::task::Waker::noop();
-        let mut context = std::task::Context::from_waker(noop);
-        for remaining in [9, 8, 7] {
-            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
-            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
-                panic!("a decision on MemoryStore waited");
-            };
-            assert_eq!(answer.unwrap().0.remaining(), remaining);
-            assert_eq!(keys_in_flight(&limiter), 0);
-        }
+        decided_within_one_poll(&limiter, [9, 8, 7]);
         // A bug in the core is the caller's panic, as in any synchronous
         // call; nothing was written and the store keeps serving the key.
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             let step = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO);
-            let _ = std::pin::pin!(step).poll(&mut context);
+            let noop = std::task::Waker::noop();
+            let _ = std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop));
         }));
         assert!(caught.is_err());
         let (decision, _) = limiter
