@@ -90,21 +90,6 @@ pub enum FailurePolicy {
     ReturnError,
 }
 
-impl FailurePolicy {
-    /// Rejects a share outside (0, 1].
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        match *self {
-            FailurePolicy::Fallback { share } if !(share > 0.0 && share <= 1.0) => {
-                Err(ConfigError::new(
-                    "failure_policy",
-                    format!("the fallback share {share} is outside (0, 1]"),
-                ))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
 /// `value` scaled by `share`, rounded up, at least 1.
 pub(crate) fn scale(value: u64, share: f64) -> u64 {
     ((value as f64 * share).ceil() as u64).clamp(1, value.max(1))
@@ -134,24 +119,37 @@ pub struct FailureStats {
     pub returned: u64,
 }
 
-/// A limiter's policy, its stand-in and its counters.
-#[derive(Default)]
+/// A limiter's policy, with its stand-in, and its counters.
 pub(crate) struct Failures {
-    policy: FailurePolicy,
-    fallback: Option<Arc<dyn RateLimiter>>,
+    policy: Policy,
     counts: [AtomicU64; 5],
+}
+
+/// A [`FailurePolicy`] ready to apply.
+enum Policy {
+    Open,
+    Closed,
+    Fallback(Arc<dyn RateLimiter>),
+    ReturnError,
 }
 
 impl std::fmt::Debug for Failures {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Failures")
             .field("policy", &self.policy)
-            .field(
-                "fallback",
-                &self.fallback.as_ref().map(|local| local.quota()),
-            )
             .field("stats", &self.stats())
             .finish()
+    }
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Policy::Open => f.write_str("Open"),
+            Policy::Closed => f.write_str("Closed"),
+            Policy::Fallback(local) => write!(f, "Fallback({})", local.quota()),
+            Policy::ReturnError => f.write_str("ReturnError"),
+        }
     }
 }
 
@@ -162,12 +160,34 @@ const FALLBACKS: usize = 3;
 const RETURNED: usize = 4;
 
 impl Failures {
-    pub(crate) fn new(policy: FailurePolicy, fallback: Option<Arc<dyn RateLimiter>>) -> Self {
-        Self {
+    /// `policy`, checked, with the stand-in a
+    /// [`FailurePolicy::Fallback`] needs.
+    ///
+    /// # Panics
+    ///
+    /// For a fallback policy without its stand-in: the builder makes one.
+    pub(crate) fn new(
+        policy: FailurePolicy,
+        fallback: Option<Arc<dyn RateLimiter>>,
+    ) -> Result<Self, ConfigError> {
+        let policy = match policy {
+            FailurePolicy::Open => Policy::Open,
+            FailurePolicy::Closed => Policy::Closed,
+            FailurePolicy::ReturnError => Policy::ReturnError,
+            FailurePolicy::Fallback { share } if !(share > 0.0 && share <= 1.0) => {
+                return Err(ConfigError::new(
+                    "failure_policy",
+                    format!("the fallback share {share} is outside (0, 1]"),
+                ))
+            }
+            FailurePolicy::Fallback { .. } => {
+                Policy::Fallback(fallback.expect("a fallback policy comes with its stand-in"))
+            }
+        };
+        Ok(Self {
             policy,
-            fallback,
             counts: Default::default(),
-        }
+        })
     }
 
     pub(crate) fn stats(&self) -> FailureStats {
@@ -198,46 +218,46 @@ impl Failures {
             Err(error @ (Error::Store(_) | Error::DeadlineExceeded(_))) => error,
             other => return other,
         };
-        if self.policy == FailurePolicy::ReturnError {
-            self.bump(RETURNED);
-            return Err(error);
-        }
+        let decision = match &self.policy {
+            Policy::ReturnError => {
+                self.bump(RETURNED);
+                return Err(error);
+            }
+            Policy::Open => Decision::allowed(quota.limit(), 0, quota.period()),
+            Policy::Closed => {
+                let retry = quota.period().min(Duration::from_secs(1));
+                Decision::denied(quota.limit(), 0, quota.period(), retry)
+            }
+            Policy::Fallback(local) => {
+                let at = DateTime::<Utc>::from_timestamp_nanos(now);
+                match local.check_at(key, cost, at).await {
+                    Ok(decision) => {
+                        self.bump(FALLBACKS);
+                        decision
+                    }
+                    Err(failed) => {
+                        self.bump(RETURNED);
+                        tracing::error!(%error, %failed, "store failed and so did the local fallback");
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        self.bump(ABSORBED);
         self.bump(if matches!(error, Error::Store(_)) {
             STORE_ERRORS
         } else {
             DEADLINES
         });
-        let decision = match (&self.policy, &self.fallback) {
-            (FailurePolicy::Fallback { .. }, Some(fallback)) => {
-                let at = DateTime::<Utc>::from_timestamp_nanos(now);
-                match fallback.check_at(key, cost, at).await {
-                    Ok(decision) => {
-                        self.bump(FALLBACKS);
-                        decision
-                    }
-                    Err(local) => {
-                        self.bump(RETURNED);
-                        tracing::error!(%error, %local, "store failed and so did the local fallback");
-                        return Err(error);
-                    }
-                }
-            }
-            (FailurePolicy::Closed, _) => {
-                let retry = quota.period().min(Duration::from_secs(1));
-                Decision::denied(quota.limit(), 0, quota.period(), retry)
-            }
-            _ => Decision::allowed(quota.limit(), 0, quota.period()).with_used(0.0),
-        };
-        self.bump(ABSORBED);
         tracing::warn!(%error, policy = ?self.policy, allowed = decision.is_allowed(), "store failure absorbed by the failure policy");
         Ok(decision.made_under_failure())
     }
 
     /// Forgets `key` in the stand-in, if there is one.
     pub(crate) async fn reset(&self, key: &[u8]) {
-        if let Some(fallback) = &self.fallback {
+        if let Policy::Fallback(local) = &self.policy {
             // An in-process store: it cannot fail.
-            let _ = fallback.reset(key).await;
+            let _ = local.reset(key).await;
         }
     }
 }

@@ -27,6 +27,7 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
+use crate::stack_text::StackText;
 
 /// The longest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
@@ -81,40 +82,15 @@ impl KeySpace {
         &self.namespace
     }
 
-    /// The key prefix of client `id`: `<namespace>:<client>`.
-    pub fn client(&self, id: &[u8]) -> ClientKey {
-        let mut key = KeyBuf::new();
-        self.push_client(id, &mut key);
-        // Printable ASCII only, so this is valid UTF-8.
-        let prefix = std::str::from_utf8(&key)
-            .expect("printable ASCII")
-            .to_owned();
-        ClientKey { prefix }
-    }
-
-    /// The full key `<namespace>:<client>_<suffix>`, built on the stack.
-    ///
-    /// # Panics
-    ///
-    /// As [`ClientKey::with_suffix`] does, for a suffix this crate's
-    /// algorithms never write.
-    pub(crate) fn key(&self, id: &[u8], suffix: &str) -> KeyBuf {
-        check_suffix(suffix);
-        let mut key = KeyBuf::new();
-        self.push_client(id, &mut key);
-        key.push(b"_");
-        key.push(suffix.as_bytes());
-        key
-    }
-
-    /// Appends `<namespace>:<client>` to an empty `key`: at most
+    /// The key prefix of client `id`: `<namespace>:<client>`, at most
     /// `MAX_KEY_LEN - SUFFIX_RESERVE` bytes.
-    fn push_client(&self, id: &[u8], key: &mut KeyBuf) {
+    pub fn client(&self, id: &[u8]) -> ClientKey {
         let max_raw = MAX_KEY_LEN - self.namespace.len() - 2 - SUFFIX_RESERVE;
-        key.push(self.namespace.as_bytes());
-        key.push(b":");
+        let mut prefix = KeyBuf::new();
+        prefix.push(self.namespace.as_bytes());
+        prefix.push(b":");
         if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
-            key.push(id);
+            prefix.push(id);
         } else {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             let mut hashed = [HASH_MARK; 65];
@@ -122,51 +98,14 @@ impl KeySpace {
                 hashed[1 + 2 * at] = HEX[usize::from(byte >> 4)];
                 hashed[2 + 2 * at] = HEX[usize::from(byte & 0xf)];
             }
-            key.push(&hashed);
+            prefix.push(&hashed);
         }
+        ClientKey { prefix }
     }
 }
 
-/// A key of at most [`MAX_KEY_LEN`] bytes, held on the stack.
-#[derive(Clone, Copy)]
-pub(crate) struct KeyBuf {
-    bytes: [u8; MAX_KEY_LEN],
-    len: usize,
-}
-
-impl KeyBuf {
-    fn new() -> Self {
-        Self {
-            bytes: [0; MAX_KEY_LEN],
-            len: 0,
-        }
-    }
-
-    /// Appends `part`.
-    ///
-    /// # Panics
-    ///
-    /// Past [`MAX_KEY_LEN`] bytes, which the reserves above rule out.
-    fn push(&mut self, part: &[u8]) {
-        let end = self.len + part.len();
-        self.bytes[self.len..end].copy_from_slice(part);
-        self.len = end;
-    }
-}
-
-impl std::ops::Deref for KeyBuf {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl fmt::Debug for KeyBuf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self))
-    }
-}
+/// A whole key, on the stack.
+pub(crate) type KeyBuf = StackText<MAX_KEY_LEN>;
 
 /// Panics on a suffix this crate's algorithms never write: one holding `_`
 /// or anything but printable ASCII, or one longer than the space kept.
@@ -190,13 +129,13 @@ impl Default for KeySpace {
 /// client extends it with `_<suffix>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClientKey {
-    prefix: String,
+    prefix: KeyBuf,
 }
 
 impl ClientKey {
     /// The prefix as text.
     pub fn as_str(&self) -> &str {
-        &self.prefix
+        self.prefix.as_str()
     }
 
     /// The full key `<prefix>_<suffix>`.
@@ -205,19 +144,18 @@ impl ClientKey {
     ///
     /// If `suffix` holds `_` or is longer than the space kept for it: the
     /// suffixes are written by this crate's algorithms, so that is a bug.
-    pub(crate) fn with_suffix(&self, suffix: &str) -> Vec<u8> {
+    pub(crate) fn with_suffix(&self, suffix: &str) -> KeyBuf {
         check_suffix(suffix);
-        let mut key = Vec::with_capacity(self.prefix.len() + 1 + suffix.len());
-        key.extend_from_slice(self.prefix.as_bytes());
-        key.push(b'_');
-        key.extend_from_slice(suffix.as_bytes());
+        let mut key = self.prefix;
+        key.push(b"_");
+        key.push(suffix.as_bytes());
         key
     }
 }
 
 impl fmt::Display for ClientKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.prefix)
+        f.write_str(self.prefix.as_str())
     }
 }
 

@@ -92,6 +92,7 @@ pub mod failure;
 pub mod key;
 mod limiter;
 mod quota;
+mod stack_text;
 pub mod store;
 
 pub use algorithm::{

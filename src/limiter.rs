@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+pub(crate) use crate::algorithm::buckets::unix_nanos;
 use crate::algorithm::CasPolicy;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
@@ -120,11 +121,12 @@ macro_rules! forward_rate_limiter {
 forward_rate_limiter!(Box, Arc);
 
 /// Implements [`RateLimiter`] for a public algorithm type by handing every
-/// call to its `inner` engine. `check` and `check_n` do what the trait's
-/// defaults do, reading the clock and calling the engine directly: through
-/// the defaults, the engine's `check_at` would be one more boxed future per
-/// decision. They read the clock as nanoseconds, which is what the engines
-/// compute with, rather than building a `DateTime` to take apart again.
+/// call to its `inner` engine, with the failure policy applied. `check`
+/// and `check_n` do what the trait's defaults do, but call the engine
+/// directly (through the defaults, `check_at` would be one more boxed
+/// future per decision), and read the clock as nanoseconds, which is what
+/// the engines compute with, rather than building a `DateTime` to take
+/// apart again.
 macro_rules! delegate_rate_limiter {
     ($ty:ty) => {
         impl $ty {
@@ -134,17 +136,15 @@ macro_rules! delegate_rate_limiter {
                 self.inner.settings.failures.stats()
             }
 
-            /// The engine's answer, or the failure policy's in its place.
-            async fn decided(
+            /// The engine's decision at `now` (unix nanoseconds), or the
+            /// failure policy's in its place.
+            async fn decide(
                 &self,
-                outcome: Result<$crate::Decision, $crate::Error>,
                 key: &[u8],
                 cost: u64,
                 now: i64,
             ) -> Result<$crate::Decision, $crate::Error> {
-                if outcome.is_ok() {
-                    return outcome;
-                }
+                let outcome = self.inner.check_nanos(key, cost, now).await;
                 let settings = &self.inner.settings;
                 settings
                     .failures
@@ -164,14 +164,7 @@ macro_rules! delegate_rate_limiter {
             }
 
             async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
-                let clock = &self.inner.settings.clock;
-                match clock.unix_nanos() {
-                    Some(now) => {
-                        let outcome = self.inner.check_nanos(key, 1, now).await;
-                        self.decided(outcome, key, 1, now).await
-                    }
-                    None => self.inner.check_at(key, 1, clock.now()).await,
-                }
+                self.decide(key, 1, self.inner.settings.now()?).await
             }
 
             async fn check_n(
@@ -179,15 +172,7 @@ macro_rules! delegate_rate_limiter {
                 key: &[u8],
                 cost: u64,
             ) -> Result<$crate::Decision, $crate::Error> {
-                let clock = &self.inner.settings.clock;
-                match clock.unix_nanos() {
-                    Some(now) => {
-                        let outcome = self.inner.check_nanos(key, cost, now).await;
-                        self.decided(outcome, key, cost, now).await
-                    }
-                    // Out of range: `check_at` says so.
-                    None => self.inner.check_at(key, cost, clock.now()).await,
-                }
+                self.decide(key, cost, self.inner.settings.now()?).await
             }
 
             async fn check_at(
@@ -196,11 +181,8 @@ macro_rules! delegate_rate_limiter {
                 cost: u64,
                 at: chrono::DateTime<chrono::Utc>,
             ) -> Result<$crate::Decision, $crate::Error> {
-                let outcome = self.inner.check_at(key, cost, at).await;
-                match at.timestamp_nanos_opt() {
-                    Some(now) => self.decided(outcome, key, cost, now).await,
-                    None => outcome,
-                }
+                self.decide(key, cost, $crate::limiter::unix_nanos(at)?)
+                    .await
             }
 
             async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
@@ -243,6 +225,15 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// The clock's time in unix nanoseconds, or the error for a clock that
+    /// reads a time beyond what they can hold.
+    pub(crate) fn now(&self) -> Result<i64, Error> {
+        match self.clock.unix_nanos() {
+            Some(now) => Ok(now),
+            None => unix_nanos(self.clock.now()),
+        }
+    }
+
     /// Runs `work` within the deadline; past it, the work is dropped (a
     /// request already written may still land) and the answer is
     /// [`Error::DeadlineExceeded`].
@@ -423,8 +414,43 @@ impl<A> LimiterBuilder<A> {
         self
     }
 
-    /// Validates the shared settings and hands back the algorithm's own.
+    /// Validates the shared settings and hands back the algorithm's own,
+    /// with the local stand-in of a [`FailurePolicy::Fallback`] built by
+    /// `build`: the same algorithm and settings on a [`MemoryStore`] of the
+    /// same clock, with the quota (and the algorithm's own burst or
+    /// capacity) scaled to the share.
+    pub(crate) fn into_parts<L: RateLimiter + 'static>(
+        self,
+        build: fn(Self) -> Result<L, ConfigError>,
+    ) -> Result<(Settings, A), ConfigError>
+    where
+        A: Clone + Shared,
+    {
+        let fallback = match self.failure {
+            FailurePolicy::Fallback { share } => {
+                let mut local = self.clone();
+                local.store = Arc::new(MemoryStore::with_clock(self.clock.clone()));
+                local.quota = scale_quota(self.quota, share);
+                local.algorithm.share(share);
+                local.failure = FailurePolicy::ReturnError;
+                Some(Arc::new(build(local)?) as Arc<dyn RateLimiter>)
+            }
+            _ => None,
+        };
+        self.settings(fallback)
+    }
+
+    /// [`into_parts`](Self::into_parts) for engines tested on their own,
+    /// under a policy with no stand-in.
+    #[cfg(test)]
     pub(crate) fn into_settings(self) -> Result<(Settings, A), ConfigError> {
+        self.settings(None)
+    }
+
+    fn settings(
+        self,
+        fallback: Option<Arc<dyn RateLimiter>>,
+    ) -> Result<(Settings, A), ConfigError> {
         if self.deadline.is_zero() || self.deadline > MAX_DEADLINE {
             return Err(ConfigError::new(
                 "deadline",
@@ -437,7 +463,6 @@ impl<A> LimiterBuilder<A> {
                 format!("{:?} is more than {MAX_CLOCK_SKEW:?}", self.max_clock_skew),
             ));
         }
-        self.failure.validate()?;
         let settings = Settings {
             quota: self.quota,
             store: self.store,
@@ -446,39 +471,9 @@ impl<A> LimiterBuilder<A> {
             deadline: self.deadline,
             denied: self.denied,
             max_clock_skew: self.max_clock_skew,
-            failures: Arc::new(Failures::new(self.failure, None)),
+            failures: Arc::new(Failures::new(self.failure, fallback)?),
         };
         Ok((settings, self.algorithm))
-    }
-
-    /// [`into_settings`](Self::into_settings), with the failure policy's
-    /// local stand-in built by `build` when the policy is
-    /// [`FailurePolicy::Fallback`]: the same algorithm and settings on a
-    /// [`MemoryStore`] of the same clock, with the quota (and the
-    /// algorithm's own burst or capacity) scaled to the share.
-    pub(crate) fn into_parts<L: RateLimiter + 'static>(
-        self,
-        build: fn(Self) -> Result<L, ConfigError>,
-    ) -> Result<(Settings, A), ConfigError>
-    where
-        A: Clone + Shared,
-    {
-        self.failure.validate()?;
-        let fallback = match self.failure {
-            FailurePolicy::Fallback { share } => {
-                let mut local = self.clone();
-                local.store = Arc::new(MemoryStore::with_clock(self.clock.clone()));
-                local.quota = scale_quota(self.quota, share);
-                local.algorithm.share(share);
-                local.failure = FailurePolicy::ReturnError;
-                Some(Arc::new(build(local)?) as Arc<dyn RateLimiter>)
-            }
-            _ => None,
-        };
-        let policy = self.failure;
-        let (mut settings, algorithm) = self.into_settings()?;
-        settings.failures = Arc::new(Failures::new(policy, fallback));
-        Ok((settings, algorithm))
     }
 }
 

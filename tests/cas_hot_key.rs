@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::memcached::Memcached;
+use common::memcached::{patient_store, Memcached};
 use common::unique_client;
 use memcache_ratelimit::{
     CasPolicy, CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket,
@@ -67,14 +67,7 @@ fn both(quota: &str, store: &Arc<MemcachedStore>) -> Vec<Cas> {
 }
 
 async fn store(server: &Memcached) -> Arc<MemcachedStore> {
-    Arc::new(
-        MemcachedStore::builder()
-            .server(server.address())
-            .io_timeout(Duration::from_secs(5))
-            .build()
-            .await
-            .unwrap(),
-    )
+    patient_store(vec![server.address()]).await
 }
 
 /// What the closed-loop tasks got.

@@ -6,10 +6,9 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::memcached::Memcached;
+use common::memcached::{patient_store, Memcached};
 use memcache_ratelimit::{
-    Error, FailurePolicy, FixedWindow, LimiterBuilder, MemcachedStore, RateLimiter, SlidingWindow,
-    DEFAULT_DEADLINE,
+    Error, FailurePolicy, FixedWindow, LimiterBuilder, RateLimiter, SlidingWindow, DEFAULT_DEADLINE,
 };
 
 #[test]
@@ -22,14 +21,7 @@ async fn a_hung_memcached_yields_a_deadline_error_not_a_hang() {
     let server = Memcached::start();
     // The store's own timeout is long, so only the limiter's deadline can
     // end the wait.
-    let store = Arc::new(
-        MemcachedStore::builder()
-            .server(server.address())
-            .io_timeout(Duration::from_secs(5))
-            .build()
-            .await
-            .unwrap(),
-    );
+    let store = patient_store(vec![server.address()]).await;
     let deadline = Duration::from_millis(50);
     let limiters: Vec<Box<dyn RateLimiter>> = vec![
         Box::new(

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{ConfigError, Error};
 use crate::quota::compact_duration;
+use crate::stack_text::StackText;
 
 /// memcached expires items on a one-second clock, so a counter is kept one
 /// second longer than it is read to never lose it early.
@@ -113,7 +114,7 @@ impl Buckets {
     /// stack, with no allocation; a test holds it to chrono's output.
     pub(crate) fn suffix(&self, index: i64) -> Suffix {
         let start = self.start(index);
-        let mut suffix = Suffix::default();
+        let mut suffix = Suffix::new();
         let secs = start.div_euclid(1_000_000_000);
         let millis = (start.rem_euclid(1_000_000_000) / 1_000_000) as u32;
         let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
@@ -131,77 +132,18 @@ impl Buckets {
             }
         } else {
             let start = DateTime::<Utc>::from_timestamp_nanos(start);
-            suffix.push_str(&start.format(self.format).to_string());
+            suffix.push(start.format(self.format).to_string().as_bytes());
         }
         if let Some(tag) = &self.tag {
-            suffix.push_str("-");
-            suffix.push_str(tag);
+            suffix.push(b"-");
+            suffix.push(tag.as_bytes());
         }
         suffix
     }
 }
 
-/// A key suffix, on the stack.
-#[derive(Clone, Copy)]
-pub(crate) struct Suffix {
-    bytes: [u8; Suffix::CAPACITY],
-    len: usize,
-}
-
-impl Suffix {
-    /// Longer than any suffix a key has room for.
-    const CAPACITY: usize = 64;
-
-    pub(crate) fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).expect("ASCII digits and tags")
-    }
-
-    fn push_str(&mut self, text: &str) {
-        let end = self.len + text.len();
-        assert!(end <= Self::CAPACITY, "key suffix too long: {text:?}");
-        self.bytes[self.len..end].copy_from_slice(text.as_bytes());
-        self.len = end;
-    }
-
-    /// Appends `value` as exactly `width` decimal digits, zero-padded.
-    fn push_digits(&mut self, value: u32, width: u32) {
-        let mut divisor = 10u32.pow(width - 1);
-        while divisor > 0 {
-            self.bytes[self.len] = b'0' + (value / divisor % 10) as u8;
-            self.len += 1;
-            divisor /= 10;
-        }
-    }
-}
-
-impl Default for Suffix {
-    fn default() -> Self {
-        Self {
-            bytes: [0; Self::CAPACITY],
-            len: 0,
-        }
-    }
-}
-
-impl std::ops::Deref for Suffix {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl std::fmt::Debug for Suffix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl<T: AsRef<str> + ?Sized> PartialEq<T> for Suffix {
-    fn eq(&self, other: &T) -> bool {
-        self.as_str() == other.as_ref()
-    }
-}
+/// A key suffix, on the stack: longer than any suffix a key has room for.
+pub(crate) type Suffix = StackText<64>;
 
 /// The proleptic Gregorian `(year, month, day)` of `days` after
 /// 1970-01-01 (Howard Hinnant's `civil_from_days`).

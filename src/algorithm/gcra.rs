@@ -10,7 +10,6 @@ use crate::error::{ConfigError, Error};
 use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
 use crate::quota::Quota;
 use crate::store::Store;
-use crate::RateLimiter;
 
 const EXPIRY_SLACK: Duration = Duration::from_secs(1);
 
@@ -149,14 +148,17 @@ impl Gcra {
         cost: u64,
         max_delay: Duration,
     ) -> Result<Reservation, Error> {
-        let at = self.clock().now();
-        match self.inner.step(key, cost, at, max_delay).await {
+        let settings = &self.inner.settings;
+        let now = settings.now()?;
+        match self.inner.step(key, cost, now, max_delay).await {
             Ok((decision, delay)) => Ok(Reservation { decision, delay }),
-            // The failure policy decides; a stand-in's decision is
-            // immediate, so there is nothing to wait for.
+            // The failure policy decides; its decision is immediate, so
+            // there is nothing to wait for.
             Err(error) => {
-                let now = at.timestamp_nanos_opt().ok_or(Error::ClockOutOfRange(at))?;
-                let decision = self.decided(Err(error), key, cost, now).await?;
+                let decision = settings
+                    .failures
+                    .decide(Err(error), settings.quota, key, cost, now)
+                    .await?;
                 Ok(Reservation {
                     decision,
                     delay: Duration::ZERO,

@@ -106,11 +106,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use rand::Rng;
 use tokio::sync::oneshot;
 
-use super::buckets::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::key::{KeyBuf, KeyHasher};
@@ -414,30 +412,25 @@ impl<C: CasCore> CasLimiter<C> {
 
     /// [`key`](Self::key), on the stack.
     fn key_buf(&self, client: &[u8]) -> KeyBuf {
-        self.settings.keys.key(client, self.core.suffix())
+        self.settings
+            .keys
+            .client(client)
+            .with_suffix(self.core.suffix())
     }
 
-    pub(crate) async fn check_at(
-        &self,
-        client: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Result<Decision, Error> {
-        self.check_nanos(client, cost, unix_nanos(at)?).await
-    }
-
-    /// [`check_at`](Self::check_at) at `now` nanoseconds since the epoch.
+    /// Decides a request of `cost` from `client` at `now`, unix
+    /// nanoseconds.
     pub(crate) async fn check_nanos(
         &self,
         client: &[u8],
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        Ok(self.step_nanos(client, cost, now, Duration::ZERO).await?.0)
+        Ok(self.step(client, cost, now, Duration::ZERO).await?.0)
     }
 
-    /// Decides a request that may wait up to `max_delay`; returns the
-    /// decision and how long to wait.
+    /// Decides a request at `now` (unix nanoseconds) that may wait up to
+    /// `max_delay`; returns the decision and how long to wait.
     ///
     /// The deadline covers the whole wait: for the group in flight, then
     /// for this request's own group. Past it the caller gets
@@ -445,18 +438,6 @@ impl<C: CasCore> CasLimiter<C> {
     /// group if the group's write has not been sent yet, and otherwise may
     /// have been counted.
     pub(crate) async fn step(
-        &self,
-        client: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-        max_delay: Duration,
-    ) -> Result<(Decision, Duration), Error> {
-        self.step_nanos(client, cost, unix_nanos(at)?, max_delay)
-            .await
-    }
-
-    /// [`step`](Self::step) at `now` nanoseconds since the epoch.
-    pub(crate) async fn step_nanos(
         &self,
         client: &[u8],
         cost: u64,
@@ -813,7 +794,11 @@ pub(crate) fn parameter_suffix(tag: &str, parameters: &str) -> String {
 mod tests {
     use super::*;
     use crate::limiter::LimiterBuilder;
-    use crate::MemoryStore;
+    use crate::{Clock, MemoryStore, SystemClock};
+
+    fn now() -> i64 {
+        SystemClock.unix_nanos().unwrap()
+    }
 
     /// A counter up to `limit`; a cost of `PANIC` panics, as a buggy core
     /// would.
@@ -939,9 +924,7 @@ mod tests {
             .iter()
             .map(|&cost| {
                 let limiter = limiter.clone();
-                tokio::spawn(
-                    async move { limiter.step(b"c", cost, Utc::now(), Duration::ZERO).await },
-                )
+                tokio::spawn(async move { limiter.step(b"c", cost, now(), Duration::ZERO).await })
             })
             .collect();
         let mut answers = Vec::new();
@@ -981,10 +964,7 @@ mod tests {
         }
         assert_eq!(keys_in_flight(&limiter), 0);
         // Nothing was written; the key works again.
-        let (decision, _) = limiter
-            .step(b"c", 3, Utc::now(), Duration::ZERO)
-            .await
-            .unwrap();
+        let (decision, _) = limiter.step(b"c", 3, now(), Duration::ZERO).await.unwrap();
         assert_eq!(decision.remaining(), 7);
         assert_eq!(keys_in_flight(&limiter), 0);
     }
@@ -995,7 +975,7 @@ mod tests {
         let noop = std::task::Waker::noop();
         let mut context = std::task::Context::from_waker(noop);
         for remaining in remaining {
-            let step = limiter.step(b"c", 1, Utc::now(), Duration::ZERO);
+            let step = limiter.step(b"c", 1, now(), Duration::ZERO);
             let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
                 panic!("a decision on MemoryStore waited");
             };
@@ -1013,16 +993,13 @@ mod tests {
         decided_within_one_poll(&limiter, [9, 8, 7]);
         // A panic within the caller's poll is caught as a task's would be:
         // an error for the caller, and the key let go.
-        let answer = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO).await;
+        let answer = limiter.step(b"c", PANIC, now(), Duration::ZERO).await;
         assert!(
             matches!(&answer, Err(Error::Store(e)) if e.is_ambiguous()),
             "{answer:?}"
         );
         assert_eq!(keys_in_flight(&limiter), 0);
-        let (decision, _) = limiter
-            .step(b"c", 1, Utc::now(), Duration::ZERO)
-            .await
-            .unwrap();
+        let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
         assert_eq!(decision.remaining(), 6);
         let stats = limiter.stats();
         assert_eq!((stats.decisions, stats.combined), (5, 0));
@@ -1036,15 +1013,12 @@ mod tests {
         // A bug in the core is the caller's panic, as in any synchronous
         // call; nothing was written and the store keeps serving the key.
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
-            let step = limiter.step(b"c", PANIC, Utc::now(), Duration::ZERO);
+            let step = limiter.step(b"c", PANIC, now(), Duration::ZERO);
             let noop = std::task::Waker::noop();
             let _ = std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop));
         }));
         assert!(caught.is_err());
-        let (decision, _) = limiter
-            .step(b"c", 1, Utc::now(), Duration::ZERO)
-            .await
-            .unwrap();
+        let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
         assert_eq!(decision.remaining(), 6);
         // Something else at the key is replaced, and reported.
         let key = limiter.key(b"c");
@@ -1057,10 +1031,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let (decision, _) = limiter
-            .step(b"c", 2, Utc::now(), Duration::ZERO)
-            .await
-            .unwrap();
+        let (decision, _) = limiter.step(b"c", 2, now(), Duration::ZERO).await.unwrap();
         assert_eq!(decision.remaining(), 8);
         let stats = limiter.stats();
         assert_eq!(

@@ -3,8 +3,6 @@
 //! older buckets in the same round trip, the estimate, and the refund of a
 //! denied request.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
@@ -13,8 +11,19 @@ use super::sealed::{SealedBucket, SealedCache};
 use super::window_math::{admits, verdict};
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::key::ClientKey;
+use crate::key::{ClientKey, KeyBuf};
 use crate::limiter::{timeout, DeniedRequests, Settings};
+use crate::store::ImmediateStore;
+
+/// How a decision calls its store.
+#[derive(Clone, Copy)]
+enum Call<'a> {
+    /// Synchronously: the store answers at once.
+    Now(&'a dyn ImmediateStore),
+    /// Waiting for it, within the deadline, which began at this instant:
+    /// what is left of it bounds the refund of a denied request.
+    Waiting(Instant),
+}
 
 /// A limiter over time-bucketed counters.
 #[derive(Debug)]
@@ -27,8 +36,8 @@ pub(crate) struct WindowCounter {
 
 impl WindowCounter {
     /// The key of `client`'s bucket `index`.
-    fn bucket_key(&self, client: &ClientKey, index: i64) -> Vec<u8> {
-        client.with_suffix(&self.buckets.suffix(index))
+    fn bucket_key(&self, client: &ClientKey, index: i64) -> KeyBuf {
+        client.with_suffix(self.buckets.suffix(index).as_str())
     }
 
     /// The keys read for `client` at `now_nanos`: the current bucket first,
@@ -36,7 +45,7 @@ impl WindowCounter {
     fn keys(&self, client: &ClientKey, now_nanos: i64) -> Vec<Vec<u8>> {
         let index = self.buckets.index(now_nanos);
         (0..=i64::from(self.buckets.history()))
-            .map(|age| self.bucket_key(client, index - age))
+            .map(|age| self.bucket_key(client, index - age).to_vec())
             .collect()
     }
 
@@ -44,16 +53,6 @@ impl WindowCounter {
         Ok(self.keys(&self.settings.keys.client(client), unix_nanos(at)?))
     }
 
-    pub(crate) async fn check_at(
-        &self,
-        client: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Result<Decision, Error> {
-        self.check_nanos(client, cost, unix_nanos(at)?).await
-    }
-
-    /// [`check_at`](Self::check_at) at `now` nanoseconds since the epoch.
     pub(crate) async fn check_nanos(
         &self,
         client: &[u8],
@@ -66,7 +65,6 @@ impl WindowCounter {
         let index = self.buckets.index(now);
         let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
-        let started = Instant::now();
 
         // Older buckets whose final count is known locally are not read,
         // and their keys are not even built.
@@ -77,12 +75,16 @@ impl WindowCounter {
         };
         let reads: Vec<Vec<u8>> = read_ages
             .iter()
-            .map(|&age| self.bucket_key(&client, index - age as i64))
+            .map(|&age| self.bucket_key(&client, index - age as i64).to_vec())
             .collect();
         let ttl = self.buckets.ttl();
-        let counters = match settings.store.immediate() {
-            Some(store) => store.increment_now(&current, cost, ttl, &reads)?,
-            None => {
+        let call = match settings.store.immediate() {
+            Some(store) => Call::Now(store),
+            None => Call::Waiting(Instant::now()),
+        };
+        let counters = match call {
+            Call::Now(store) => store.increment_now(&current, cost, ttl, &reads)?,
+            Call::Waiting(_) => {
                 let increment = settings.store.increment(&current, cost, ttl, &reads);
                 settings.within_deadline(increment).await?
             }
@@ -104,8 +106,7 @@ impl WindowCounter {
 
         if !allowed && settings.denied == DeniedRequests::Refunded {
             counts[0] = counts[0].saturating_sub(cost);
-            let left = settings.deadline.saturating_sub(started.elapsed());
-            self.refund(&current, cost, left).await;
+            self.refund(call, &current, cost).await;
         }
         let v = verdict(&self.buckets, &counts, now, allowed, cost, limit);
         let decision = match v.retry_after {
@@ -140,11 +141,14 @@ impl WindowCounter {
     /// happens here; a refund that fails is reported and not retried, since
     /// it may have landed, so the client at worst loses `cost` units until
     /// the bucket slides out of the window.
-    async fn refund(&self, key: &[u8], cost: u64, left: Duration) {
-        let store = &self.settings.store;
-        let outcome = match store.immediate() {
-            Some(store) => Some(store.decrement_now(key, cost)),
-            None => timeout(left, store.decrement(key, cost)).await,
+    async fn refund(&self, call: Call<'_>, key: &[u8], cost: u64) {
+        let settings = &self.settings;
+        let outcome = match call {
+            Call::Now(store) => Some(store.decrement_now(key, cost)),
+            Call::Waiting(started) => {
+                let left = settings.deadline.saturating_sub(started.elapsed());
+                timeout(left, settings.store.decrement(key, cost)).await
+            }
         };
         match outcome {
             Some(Ok(_)) => {}
@@ -157,7 +161,7 @@ impl WindowCounter {
         let settings = &self.settings;
         let client = settings.keys.client(client);
         // Every bucket the estimate reads right now.
-        let keys = self.keys(&client, unix_nanos(settings.clock.now())?);
+        let keys = self.keys(&client, settings.now()?);
         if let Some(cache) = &self.sealed {
             cache.remove(client.as_str().as_bytes());
         }

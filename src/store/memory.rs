@@ -90,6 +90,22 @@ enum Value {
     Bytes(Vec<u8>),
 }
 
+/// The value of an item being written.
+#[derive(Clone, Copy)]
+enum New<'a> {
+    Counter(u64),
+    Bytes(&'a [u8]),
+}
+
+impl New<'_> {
+    fn owned(self) -> Value {
+        match self {
+            New::Counter(n) => Value::Counter(n),
+            New::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
+        }
+    }
+}
+
 impl MemoryStore {
     /// A store on the system clock.
     pub fn new() -> Self {
@@ -202,33 +218,23 @@ impl Shard {
 
     /// Writes a whole new item at `key`: value, version and expiry. An item
     /// already held there (live, or expired and not reclaimed yet) is
-    /// overwritten in place, keeping its key and its expiry entry, which is
-    /// only rescheduled if the new expiry comes before it; otherwise the
-    /// key is stored once, shared by the map and a new expiry entry.
-    fn write(&mut self, key: &[u8], value: &[u8], version: u64, expires_at: i64) {
+    /// overwritten in place, keeping its key, its byte buffer (unless far
+    /// too big for the value) and its expiry entry, which is only
+    /// rescheduled if the new expiry comes before it; otherwise the key is
+    /// stored once, shared by the map and a new expiry entry.
+    fn write(&mut self, key: &[u8], value: New<'_>, version: u64, expires_at: i64) {
         let Some(item) = self.items.get_mut(key) else {
-            return self.insert(key, Value::Bytes(value.to_vec()), version, expires_at);
+            return self.insert(key, value.owned(), version, expires_at);
         };
-        match &mut item.value {
-            // Reuse the buffer unless it is far too big for the value.
-            Value::Bytes(bytes) if bytes.capacity() <= 2 * value.len() + 64 => {
+        match (&mut item.value, value) {
+            (Value::Bytes(bytes), New::Bytes(value))
+                if bytes.capacity() <= 2 * value.len() + 64 =>
+            {
                 bytes.clear();
                 bytes.extend_from_slice(value);
             }
-            other => *other = Value::Bytes(value.to_vec()),
+            (held, value) => *held = value.owned(),
         }
-        if let Some(entry) = item.renew(version, expires_at) {
-            self.schedule(key, entry);
-        }
-    }
-
-    /// Creates the counter at `key` at `value`, as a new item (in place, as
-    /// [`write`](Self::write) does).
-    fn create_counter(&mut self, key: &[u8], value: u64, version: u64, expires_at: i64) {
-        let Some(item) = self.items.get_mut(key) else {
-            return self.insert(key, Value::Counter(value), version, expires_at);
-        };
-        item.value = Value::Counter(value);
         if let Some(entry) = item.renew(version, expires_at) {
             self.schedule(key, entry);
         }
@@ -336,7 +342,7 @@ impl ImmediateStore for MemoryStore {
                     next
                 }
                 None => {
-                    shard.create_counter(key, delta, version, Self::expiry(now, ttl));
+                    shard.write(key, New::Counter(delta), version, Self::expiry(now, ttl));
                     delta
                 }
             }
@@ -389,7 +395,7 @@ impl ImmediateStore for MemoryStore {
             };
             check_value(next)?;
             let version = self.next_version();
-            shard.write(key, next, version, Self::expiry(now, ttl));
+            shard.write(key, New::Bytes(next), version, Self::expiry(now, ttl));
             Ok(())
         })
     }
@@ -454,7 +460,7 @@ impl Store for MemoryStore {
             return Ok(PutOutcome::Conflict);
         }
         let version = self.next_version();
-        shard.write(key, value, version, Self::expiry(now, ttl));
+        shard.write(key, New::Bytes(value), version, Self::expiry(now, ttl));
         Ok(PutOutcome::Stored)
     }
 

@@ -5,7 +5,25 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use memcache_ratelimit::MemcachedStore;
+
+/// A store on `addresses` whose own timeouts (5 s) are far beyond any
+/// limiter's deadline, so the deadline is what ends a wait on a hung
+/// server.
+pub async fn patient_store(addresses: Vec<String>) -> Arc<MemcachedStore> {
+    Arc::new(
+        MemcachedStore::builder()
+            .servers(addresses)
+            .io_timeout(Duration::from_secs(5))
+            .connect_timeout(Duration::from_secs(5))
+            .build()
+            .await
+            .unwrap(),
+    )
+}
 
 /// A memcached process owned by a test.
 pub struct Memcached {

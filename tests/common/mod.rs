@@ -5,6 +5,7 @@
 
 pub mod faults;
 pub mod memcached;
+pub mod policies;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,101 @@
+//! Short ASCII text built on the stack: keys and their suffixes, which
+//! every decision writes, without an allocation.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// At most `N` bytes of ASCII, on the stack.
+#[derive(Clone, Copy)]
+pub(crate) struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    pub(crate) const fn new() -> Self {
+        Self {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Appends `part`.
+    ///
+    /// # Panics
+    ///
+    /// If `part` is not ASCII, or past `N` bytes: the callers' own bounds
+    /// rule both out.
+    pub(crate) fn push(&mut self, part: &[u8]) {
+        let end = self.len + part.len();
+        assert!(
+            end <= N && part.is_ascii(),
+            "{:?} does not fit",
+            String::from_utf8_lossy(part)
+        );
+        self.bytes[self.len..end].copy_from_slice(part);
+        self.len = end;
+    }
+
+    /// Appends `value` as exactly `width` decimal digits, zero-padded.
+    pub(crate) fn push_digits(&mut self, value: u32, width: u32) {
+        let mut divisor = 10u32.pow(width - 1);
+        while divisor > 0 {
+            self.push(&[b'0' + (value / divisor % 10) as u8]);
+            divisor /= 10;
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(self).expect("only ASCII is pushed")
+    }
+}
+
+impl<const N: usize> std::ops::Deref for StackText<N> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+impl<const N: usize> AsRef<[u8]> for StackText<N> {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl<const N: usize> fmt::Debug for StackText<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl<const N: usize, T: AsRef<[u8]> + ?Sized> PartialEq<T> for StackText<N> {
+    fn eq(&self, other: &T) -> bool {
+        **self == *other.as_ref()
+    }
+}
+
+impl<const N: usize> Eq for StackText<N> {}
+
+impl<const N: usize> Hash for StackText<N> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_what_was_pushed_and_no_more() {
+        let mut text = StackText::<8>::new();
+        text.push(b"ab");
+        text.push_digits(7, 3);
+        assert_eq!(text, "ab007");
+        assert_eq!(text.as_str(), "ab007");
+        assert!(std::panic::catch_unwind(move || text.push(b"1234")).is_err());
+        assert!(std::panic::catch_unwind(|| StackText::<8>::new().push("é".as_bytes())).is_err());
+    }
+}
