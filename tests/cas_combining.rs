@@ -60,10 +60,10 @@ fn all(f: &Fixture, quota: &str) -> Vec<Cas> {
     every(waiting(f), &f.clock, quota, CasPolicy::default())
 }
 
-/// The fixture's store, waiting once per read and write as a round trip
-/// to memcached would: MemoryStore answers at once, so without this a
-/// request would be decided before the next one arrived, and there would
-/// be nothing to combine.
+/// The fixture's store, yielding once per read and write as a round trip
+/// to memcached would, and without the synchronous path: on MemoryStore a
+/// decision would otherwise be made at once, in one atomic step, and
+/// there would be nothing to combine.
 fn waiting(f: &Fixture) -> Arc<dyn Store> {
     Arc::new(Slow {
         inner: f.store.clone(),
@@ -146,9 +146,8 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
         for cas in all(&f, "10/minute") {
             let client = unique_client("mixed");
             let l = &cas.limiter;
-            // Polled together, on this one thread: the first claims the key
-            // and sends its read at once, alone; the other three queue while
-            // it waits, so they form the next group, in this order.
+            // Polled together, on this one thread: all four queue before the
+            // key's task runs, so they form one group, in this order.
             let (seven, four, three, one) = tokio::join!(
                 l.check_n(&client, 7),
                 l.check_n(&client, 4),
@@ -164,8 +163,8 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
             let stats = (cas.stats)();
             assert_eq!(
                 (stats.decisions, stats.attempts, stats.combined),
-                (4, 2, 3),
-                "{name}: one read and one write for the first, and for the group"
+                (4, 1, 4),
+                "{name}: one read and one write for the group"
             );
         }
     }
@@ -186,13 +185,12 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
             bucket.check_at(&client, 1, at(6)),
             bucket.check_at(&client, 1, at(6)),
         );
-        // The first goes alone, the other three as one group. The third
-        // request is 6 s later: one token refilled for it.
+        // The third request is 6 s later: one token refilled for it.
         assert_eq!(outcome(&all_ten), (true, 0), "{}", f.name);
         assert!(!outcome(&none_left).0, "{}", f.name);
         assert!(outcome(&six_later).0, "{}", f.name);
         assert!(!outcome(&again).0, "{}", f.name);
-        assert_eq!(bucket.cas_stats().combined, 3);
+        assert_eq!(bucket.cas_stats().combined, 4);
 
         // GCRA's delay mode through one group: each its own maximum delay.
         let gcra = Gcra::builder("4/second".parse().unwrap(), waiting(&f))
@@ -218,7 +216,7 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
             "{}",
             f.name
         );
-        assert_eq!(gcra.cas_stats().attempts, 2);
+        assert_eq!(gcra.cas_stats().attempts, 1);
     }
 }
 
@@ -243,8 +241,8 @@ async fn a_group_of_denials_writes_nothing() {
             let after = store.calls();
             assert_eq!(
                 (after.gets - before.gets, after.puts - before.puts),
-                (2, 0),
-                "{} {}: one read for the first, one for the other three, no write",
+                (1, 0),
+                "{} {}: one read, no write",
                 f.name,
                 cas.name
             );
@@ -390,11 +388,8 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
             let client = unique_client("losing");
             let l = &cas.limiter;
 
-            // The first request goes alone, and the other four queue while it
-            // is in flight. Seven lost writes: the first loses all its four
-            // attempts, then the group loses three and its fourth attempt
-            // lands for all four.
-            losing.lose_next(7);
+            // Three lost writes, then the fourth attempt lands for all five.
+            losing.lose_next(3);
             let won = tokio::join!(
                 l.check(&client),
                 l.check(&client),
@@ -402,12 +397,7 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                 l.check(&client),
                 l.check(&client),
             );
-            assert!(
-                matches!(won.0, Err(Error::Contention { attempts: 4 })),
-                "{name}: {:?}",
-                won.0
-            );
-            let remaining: Vec<u64> = [won.1, won.2, won.3, won.4]
+            let remaining: Vec<u64> = [won.0, won.1, won.2, won.3, won.4]
                 .into_iter()
                 .map(|d| {
                     let d = d.unwrap();
@@ -415,23 +405,21 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                     d.remaining()
                 })
                 .collect();
-            assert_eq!(remaining, [9, 8, 7, 6], "{name}");
+            assert_eq!(remaining, [9, 8, 7, 6, 5], "{name}");
             let stats = (cas.stats)();
             assert_eq!(
                 (
                     stats.attempts,
                     stats.conflicts,
                     stats.retries,
-                    stats.combined,
-                    stats.exhausted
+                    stats.combined
                 ),
-                (8, 7, 6, 4, 1),
+                (4, 3, 3, 5),
                 "{name}"
             );
 
-            // Every attempt lost, for the first and for the group behind it:
-            // every member gets Contention.
-            losing.lose_next(8);
+            // Every attempt lost: every member gets Contention.
+            losing.lose_next(4);
             let lost = tokio::join!(l.check(&client), l.check(&client), l.check(&client));
             for outcome in [lost.0, lost.1, lost.2] {
                 assert!(
@@ -440,10 +428,10 @@ async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
                 );
             }
             let stats = (cas.stats)();
-            assert_eq!((stats.attempts, stats.exhausted), (16, 4), "{name}");
-            // Nothing was taken by the failed groups.
+            assert_eq!((stats.attempts, stats.exhausted), (8, 3), "{name}");
+            // Nothing was taken by the failed group.
             let next = l.check(&client).await.unwrap();
-            assert_eq!((next.is_allowed(), next.remaining()), (true, 5), "{name}");
+            assert_eq!((next.is_allowed(), next.remaining()), (true, 4), "{name}");
             assert_eq!((cas.stats)().decisions, 9, "{name}");
         }
     }

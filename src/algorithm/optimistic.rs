@@ -33,30 +33,17 @@
 //! arrival order, so every algorithm stays exact; a hot key costs one read
 //! and one write per group instead of a storm of lost races.
 //!
-//! A group never waits inside a caller's future:
+//! The group runs on its own spawned task, never inside a caller's future:
 //!
-//! - The request that finds its key idle claims it and decides the key's
-//!   first group (itself, and anyone who queued meanwhile) at once, within
-//!   its own poll, for as long as the store answers without waiting, as
-//!   [`MemoryStore`](crate::MemoryStore) always does: an in-process
-//!   decision then costs no task and no trip through the scheduler. The
-//!   first time the store makes the group wait (a round trip to
-//!   memcached), the rest of the key's work moves, as it is, to a spawned
-//!   task, before the caller's future returns to its executor.
-//! - Why never wait in the caller ("leader") itself? A caller's future can
-//!   be dropped at any `.await` (its deadline, a `select!`, a client
-//!   hanging up). A leader dropped while its group's write is in flight
-//!   would leave the other members with no answer and no way to know
-//!   whether their requests were written; taking over and deciding again
-//!   could count them twice, and failing them punishes them for someone
-//!   else's deadline. Work that runs within one poll cannot be dropped
-//!   halfway, and a spawned task is dropped by nobody's deadline: it
-//!   finishes the group (bounded by the limiter's deadline and the
-//!   attempts) and hands every member its own answer.
-//! - A group is formed when its read is sent: requests that arrive while a
-//!   group is in flight make up the next group. With a store that answers
-//!   without waiting, requests for a key never overlap, so each is its own
-//!   group; there is nothing to combine.
+//! - Why not let the first caller (a "leader") run it inline? A caller's
+//!   future can be dropped at any `.await` (its deadline, a `select!`, a
+//!   client hanging up). A leader dropped while its group's write is in
+//!   flight would leave the other members with no answer and no way to
+//!   know whether their requests were written; taking over and deciding
+//!   again could count them twice, and failing them punishes them for
+//!   someone else's deadline. A spawned task is dropped by nobody's
+//!   deadline: it finishes the group (bounded by the limiter's deadline and
+//!   the attempts) and hands every member its own answer.
 //! - A member that stops waiting (its deadline passed, or its future was
 //!   dropped) closes its channel. If that happens before its group's write
 //!   is sent, it is left out of the decision and nothing is counted for it.
@@ -67,12 +54,12 @@
 //!   either way: each was made on the state the ones before it left.
 //! - The bookkeeping is a `std::sync::Mutex<HashMap<key, queue>>`, held only
 //!   to push a request or take a group, never across an `.await`. A key is
-//!   in the map exactly while it is served: the request that finds the key
-//!   missing inserts it and starts serving it; serving removes the key,
+//!   in the map exactly while a task serves it: the request that finds the
+//!   key missing inserts it and spawns the task; the task removes the key,
 //!   under the same lock, when it finds the queue empty. So a request either
-//!   joins a queue that will still be taken, or starts serving the key
-//!   itself: none is lost, and none waits on a task that has gone.
-//! - Serving removes its key *before* it hands out the last group's
+//!   joins a queue that a live task will still take, or starts a new task:
+//!   none is lost, and none waits on a task that has gone.
+//! - The task removes its key *before* it hands out the last group's
 //!   answers, so once a caller has its answer no task of its runtime still
 //!   holds the key: a runtime that stops being driven after its last
 //!   decision (a `block_on` that returned) does not leave the key stuck for
@@ -80,18 +67,19 @@
 //!   once still needs a runtime to keep running while a key's task it
 //!   started has work; a multi-thread runtime always does. A request stuck
 //!   otherwise ends at its deadline.)
-//! - If serving stops abnormally (a panic, caught whether it happens within
-//!   the first caller's poll or on the spawned task, or the runtime
-//!   shutting down), a guard removes the key and drops the queued requests'
-//!   channels: they get an error at once rather than waiting out their
-//!   deadlines, and the next request starts afresh.
+//! - If the task stops abnormally (a panic, or its runtime shutting down),
+//!   a guard removes the key and drops the queued requests' channels: they
+//!   get an error at once rather than waiting out their deadlines, and the
+//!   next request starts a fresh task.
 //! - A group holds at most `MAX_GROUP` (1,024) requests, so one
 //!   read-decide-write stays bounded however hot the key; the rest wait
 //!   for the next group.
 //!
-//! The price is a channel per request, and a task spawn each time a key's
-//! group has to wait for the store, small beside a round trip to memcached;
-//! an idle key costs nothing (it is not in the map).
+//! The price is a task spawn each time a key goes from idle to busy (so
+//! once per request when requests for a key never overlap) and a channel
+//! per request, small beside a round trip to memcached; an idle key costs
+//! nothing (it is not in the map). A store that answers at once takes the
+//! synchronous path above instead.
 //!
 //! Combining is per limiter and per key; limiters in other processes (or
 //! another limiter object in this one) on the same key still race, through
@@ -99,11 +87,8 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
 use std::time::Duration;
 
 use rand::Rng;
@@ -514,9 +499,9 @@ impl<C: CasCore> Engine<C> {
     }
 
     /// Queues one request for `key` and waits for its answer, starting the
-    /// key's groups if nobody serves it.
+    /// key's task if none serves it.
     async fn submit(engine: &Arc<Self>, key: Vec<u8>, ask: Ask) -> Answer {
-        let (reply, mut answer) = oneshot::channel();
+        let (reply, answer) = oneshot::channel();
         let waiter = Waiter { ask, reply };
         let idle = {
             let mut queues = engine.queues.lock();
@@ -531,25 +516,16 @@ impl<C: CasCore> Engine<C> {
                 }
             }
         };
-        // No `.await` between claiming the key and starting to serve it, so
-        // a caller dropped here cannot leave the key claimed with nobody
-        // serving it.
+        // No `.await` between claiming the key and spawning its task, so a
+        // caller dropped here cannot leave the key claimed with no task.
         if idle {
-            Self::start(engine, key).await;
+            tokio::spawn(Arc::clone(engine).serve(key));
         }
-        // A group that finished while starting has answered already: take
-        // the answer without waiting (nor spending the task's cooperative
-        // budget on a channel that is ready).
-        let received = match answer.try_recv() {
-            Ok(answer) => Ok(answer),
-            Err(oneshot::error::TryRecvError::Empty) => answer.await.map_err(|_| ()),
-            Err(oneshot::error::TryRecvError::Closed) => Err(()),
-        };
-        match received {
+        match answer.await {
             Ok(answer) => answer,
-            // The key's groups ended without answering: a panic, or the
-            // runtime shutting down. The request may have been written.
-            Err(()) => Err(Error::Store(
+            // The task ended without answering: it panicked, or its runtime
+            // is shutting down. The request may have been written.
+            Err(_) => Err(Error::Store(
                 StoreError::new(
                     StoreErrorKind::Io,
                     "the compare-and-swap task for this key stopped before answering",
@@ -559,33 +535,7 @@ impl<C: CasCore> Engine<C> {
         }
     }
 
-    /// Serves a key just claimed. Its groups are decided right here, within
-    /// the caller's poll, as long as the store answers without waiting; the
-    /// first time it makes them wait, the rest moves to a spawned task.
-    /// Never waits itself, so the caller cannot be dropped while it holds
-    /// the key's groups (see the module documentation).
-    async fn start(engine: &Arc<Self>, key: Vec<u8>) {
-        let mut serving = Box::pin(Arc::clone(engine).serve(key));
-        let first = std::future::poll_fn(|context| {
-            Poll::Ready(panic::catch_unwind(AssertUnwindSafe(|| {
-                serving.as_mut().poll(context)
-            })))
-        })
-        .await;
-        match first {
-            Ok(Poll::Ready(())) => {}
-            Ok(Poll::Pending) => {
-                tokio::spawn(serving);
-            }
-            // A panic in the core or the store, caught as a spawned task's
-            // would be: unwinding dropped the key's guard, which let go of
-            // the key and of the queued requests' channels, so each of them
-            // gets an error.
-            Err(_) => {}
-        }
-    }
-
-    /// Serves the key: decides groups until its queue is empty.
+    /// The key's task: decides groups until its queue is empty.
     async fn serve(self: Arc<Self>, key: Vec<u8>) {
         let mut release = Release {
             queues: &self.queues,
@@ -596,7 +546,6 @@ impl<C: CasCore> Engine<C> {
             release.armed = false;
             return;
         };
-        let mut yielded = false;
         loop {
             // One group at most the deadline: by then every member, having
             // arrived before the group started, has given up waiting.
@@ -611,14 +560,6 @@ impl<C: CasCore> Engine<C> {
             match next {
                 Some(waiting) => group = waiting,
                 None => return,
-            }
-            // Back-to-back groups: give way once, so that a caller serving
-            // the key within its own poll (see `start`) hands the rest to a
-            // task and returns, rather than serving others for as long as
-            // they keep coming.
-            if !yielded {
-                yielded = true;
-                tokio::task::yield_now().await;
             }
         }
     }
@@ -795,6 +736,9 @@ mod tests {
     use super::*;
     use crate::limiter::LimiterBuilder;
     use crate::{Clock, MemoryStore, SystemClock};
+    use std::future::Future;
+    use std::panic::{self, AssertUnwindSafe};
+    use std::task::Poll;
 
     fn now() -> i64 {
         SystemClock.unix_nanos().unwrap()
@@ -916,9 +860,8 @@ mod tests {
     }
 
     /// Spawns `costs.len()` requests for one client, in order, and returns
-    /// their answers in the same order. On a current-thread runtime the
-    /// first claims the key and sends its read; the others all queue while
-    /// it waits, and are taken as the next group.
+    /// their answers in the same order. On a current-thread runtime they all
+    /// queue before the key's task first runs.
     async fn burst(limiter: &Arc<CasLimiter<Count>>, costs: &[u64]) -> Vec<Answer> {
         let tasks: Vec<_> = costs
             .iter()
@@ -944,17 +887,16 @@ mod tests {
             .count();
         assert_eq!(allowed, 1_000);
         let stats = limiter.stats();
-        // The first alone, then 1,024 and 475: three reads, three writes.
-        assert_eq!((stats.decisions, stats.attempts), (1_500, 3));
-        assert_eq!(stats.combined, 1_499);
+        // 1,024 then 476: two reads, two writes.
+        assert_eq!((stats.decisions, stats.attempts), (1_500, 2));
+        assert_eq!(stats.combined, 1_500);
         assert_eq!(keys_in_flight(&limiter), 0);
     }
 
     #[tokio::test]
     async fn a_panicking_group_fails_its_members_and_frees_the_key() {
         let limiter = limiter(10);
-        // The panic comes after the first read, on the spawned task, with
-        // the other two queued behind it.
+        // All three queue before the key's task first runs: one group.
         let answers = burst(&limiter, &[PANIC, 1, 1]).await;
         for answer in &answers {
             assert!(
@@ -969,30 +911,19 @@ mod tests {
         assert_eq!(keys_in_flight(&limiter), 0);
     }
 
-    /// Requests of cost 1 for one client, each answered within its first
-    /// poll, leaving `remaining` each.
-    fn decided_within_one_poll(limiter: &CasLimiter<Count>, remaining: [u64; 3]) {
-        let noop = std::task::Waker::noop();
-        let mut context = std::task::Context::from_waker(noop);
-        for remaining in remaining {
-            let step = limiter.step(b"c", 1, now(), Duration::ZERO);
-            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
-                panic!("a decision on MemoryStore waited");
-            };
-            assert_eq!(answer.unwrap().0.remaining(), remaining);
-            assert_eq!(keys_in_flight(limiter), 0);
-        }
-    }
-
     #[tokio::test]
-    async fn a_store_that_never_waits_is_served_within_the_callers_poll() {
-        // Answers at once, through the asynchronous calls only.
+    async fn a_store_without_the_synchronous_path_is_served_by_the_keys_task() {
+        // Answers at once, but through the asynchronous calls only.
         let store = crate::store::CountingStore::new(MemoryStore::new());
         assert!(store.immediate().is_none());
         let limiter = limiter_on(Arc::new(store), 10);
-        decided_within_one_poll(&limiter, [9, 8, 7]);
-        // A panic within the caller's poll is caught as a task's would be:
-        // an error for the caller, and the key let go.
+        for remaining in [9, 8, 7] {
+            let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+            assert_eq!(decision.remaining(), remaining);
+            assert_eq!(keys_in_flight(&limiter), 0);
+        }
+        // A panic on the key's task: an error for the caller, and the key
+        // let go.
         let answer = limiter.step(b"c", PANIC, now(), Duration::ZERO).await;
         assert!(
             matches!(&answer, Err(Error::Store(e)) if e.is_ambiguous()),
@@ -1009,12 +940,20 @@ mod tests {
     async fn an_immediate_store_is_decided_in_one_atomic_step() {
         let store = Arc::new(MemoryStore::new());
         let limiter = limiter_on(store.clone(), 10);
-        decided_within_one_poll(&limiter, [9, 8, 7]);
+        let noop = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(noop);
+        for remaining in [9, 8, 7] {
+            let step = limiter.step(b"c", 1, now(), Duration::ZERO);
+            let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
+                panic!("a decision on MemoryStore waited");
+            };
+            assert_eq!(answer.unwrap().0.remaining(), remaining);
+            assert_eq!(keys_in_flight(&limiter), 0);
+        }
         // A bug in the core is the caller's panic, as in any synchronous
         // call; nothing was written and the store keeps serving the key.
         let caught = panic::catch_unwind(AssertUnwindSafe(|| {
             let step = limiter.step(b"c", PANIC, now(), Duration::ZERO);
-            let noop = std::task::Waker::noop();
             let _ = std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop));
         }));
         assert!(caught.is_err());
