@@ -2,6 +2,7 @@
 //! CPU placement ([`server`]), the common settings and run options, and the
 //! median. See `bench/README.md`.
 
+pub mod algorithm;
 pub mod server;
 
 use std::time::Duration;

@@ -5,10 +5,8 @@
 use clap::Parser;
 use hdrhistogram::Histogram;
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
-use memcache_ratelimit::{
-    Error, FixedWindow, Gcra, MemcachedStore, Quota, RateLimiter, SlidingLog, SlidingWindow,
-    TokenBucket,
-};
+use memcache_ratelimit::{Error, MemcachedStore, RateLimiter};
+use memcache_ratelimit_bench::algorithm::{Algorithm, Setup};
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{
     cas_policy, median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
@@ -28,8 +26,8 @@ fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
     match kind {
         Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
         Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
-        Kind::SlidingWindow(_) => true,
-        _ => false,
+        Kind::Limiter(Algorithm::SlidingWindow(_)) => true,
+        Kind::Limiter(_) => false,
     }
 }
 
@@ -93,24 +91,20 @@ struct Args {
 enum Kind {
     RawBaseline,
     RawCeiling,
-    FixedWindow,
-    SlidingWindow(u32),
-    TokenBucket,
-    Gcra,
-    SlidingLog,
+    Limiter(Algorithm),
 }
 
 const KINDS: [Kind; 10] = [
     Kind::RawBaseline,
     Kind::RawCeiling,
-    Kind::FixedWindow,
-    Kind::SlidingWindow(1),
-    Kind::SlidingWindow(4),
-    Kind::SlidingWindow(12),
-    Kind::SlidingWindow(60),
-    Kind::TokenBucket,
-    Kind::Gcra,
-    Kind::SlidingLog,
+    Kind::Limiter(Algorithm::FixedWindow),
+    Kind::Limiter(Algorithm::SlidingWindow(1)),
+    Kind::Limiter(Algorithm::SlidingWindow(4)),
+    Kind::Limiter(Algorithm::SlidingWindow(12)),
+    Kind::Limiter(Algorithm::SlidingWindow(60)),
+    Kind::Limiter(Algorithm::TokenBucket),
+    Kind::Limiter(Algorithm::Gcra),
+    Kind::Limiter(Algorithm::SlidingLog),
 ];
 
 impl Kind {
@@ -118,22 +112,7 @@ impl Kind {
         match self {
             Kind::RawBaseline => "raw baseline".into(),
             Kind::RawCeiling => "raw ceiling (100/batch)".into(),
-            Kind::FixedWindow => "FixedWindow".into(),
-            Kind::SlidingWindow(n) => format!("SlidingWindow n={n}"),
-            Kind::TokenBucket => "TokenBucket".into(),
-            Kind::Gcra => "Gcra".into(),
-            Kind::SlidingLog => "SlidingLog".into(),
-        }
-    }
-
-    fn namespace(self) -> String {
-        match self {
-            Kind::SlidingWindow(n) => format!("sw{n}"),
-            Kind::RawBaseline | Kind::RawCeiling => "raw".into(),
-            Kind::FixedWindow => "fw".into(),
-            Kind::TokenBucket => "tb".into(),
-            Kind::Gcra => "gcra".into(),
-            Kind::SlidingLog => "log".into(),
+            Kind::Limiter(algorithm) => algorithm.name(),
         }
     }
 }
@@ -365,58 +344,18 @@ async fn store(address: &str) -> Arc<MemcachedStore> {
 }
 
 async fn target(kind: Kind, address: &str) -> Target {
-    let quota: Quota = OPEN_QUOTA.parse().expect("valid quota");
-    let namespace = kind.namespace();
-    let built: Arc<dyn RateLimiter> = match kind {
+    let algorithm = match kind {
         Kind::RawBaseline => return Target::Raw(raw_client(address).await),
         Kind::RawCeiling => return Target::Ceiling(raw_client(address).await),
-        Kind::FixedWindow => Arc::new(
-            FixedWindow::builder(quota, store(address).await)
-                .namespace(namespace)
-                .deadline(DEADLINE)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::SlidingWindow(n) => Arc::new(
-            SlidingWindow::builder(quota, store(address).await)
-                .sub_windows(n)
-                // Room for every client of "many" mode, as a service sizes
-                // it for the clients it sees within a window.
-                .sealed_cache(MANY_CLIENTS * n as usize)
-                .namespace(namespace)
-                .deadline(DEADLINE)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::TokenBucket => Arc::new(
-            TokenBucket::builder(quota, store(address).await)
-                .namespace(namespace)
-                .deadline(DEADLINE)
-                .cas_policy(cas_policy())
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::Gcra => Arc::new(
-            Gcra::builder(quota, store(address).await)
-                .namespace(namespace)
-                .deadline(DEADLINE)
-                .cas_policy(cas_policy())
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::SlidingLog => Arc::new(
-            SlidingLog::builder(
-                LOG_QUOTA.parse().expect("valid quota"),
-                store(address).await,
-            )
-            .namespace(namespace)
-            .deadline(DEADLINE)
-            .cas_policy(cas_policy())
-            .build()
-            .expect("valid limiter"),
-        ),
+        Kind::Limiter(algorithm) => algorithm,
     };
-    Target::Limiter(built)
+    let setup = Setup {
+        cas_policy: Some(cas_policy()),
+        // Room for every client of "many" mode, as a service sizes the
+        // cache for the clients it sees within a window.
+        sealed_clients: Some(MANY_CLIENTS),
+    };
+    Target::Limiter(algorithm.build(store(address).await, setup))
 }
 
 fn main() {
@@ -509,7 +448,7 @@ fn main() {
         for &kind in &kinds {
             let target = Arc::new(runtime.block_on(target(kind, &server.address())));
             let keys = client_keys(key_prefix(kind));
-            if mode == Mode::Many && matches!(kind, Kind::SlidingWindow(_)) {
+            if mode == Mode::Many && matches!(kind, Kind::Limiter(Algorithm::SlidingWindow(_))) {
                 // Steady state, as in a long-running service: a decision
                 // reads the buckets its client's last one left unsealed or
                 // that were sealed since, so it costs more the longer ago
@@ -658,7 +597,7 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
         }
     };
     for n in [1, 4, 12, 60] {
-        let kind = Kind::SlidingWindow(n);
+        let kind = Kind::Limiter(Algorithm::SlidingWindow(n));
         println!(
             "| n={n} | {} | {} | {} | {} |",
             ratio(Mode::Hot, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Parser;
 use memcache::exp::AsyncMetaClient;
 use memcache_ratelimit::{CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket};
+use memcache_ratelimit_bench::algorithm::measured;
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{cas_policy, median, Runs, OPEN_QUOTA, RAW_TTL};
 
@@ -161,7 +162,7 @@ async fn build_target(kind: Kind, address: &str, quota: Quota) -> Target {
     );
     match kind {
         Kind::Gcra => Target::Gcra(Arc::new(
-            Gcra::builder(quota, store)
+            measured(Gcra::builder(quota, store))
                 .namespace("cc-gcra")
                 .deadline(DEADLINE)
                 .cas_policy(cas_policy())
@@ -169,7 +170,7 @@ async fn build_target(kind: Kind, address: &str, quota: Quota) -> Target {
                 .expect("valid limiter"),
         )),
         Kind::TokenBucket => Target::TokenBucket(Arc::new(
-            TokenBucket::builder(quota, store)
+            measured(TokenBucket::builder(quota, store))
                 .namespace("cc-bucket")
                 .deadline(DEADLINE)
                 .cas_policy(cas_policy())

@@ -4,13 +4,11 @@
 
 use clap::Parser;
 use governor::Quota as GovernorQuota;
-use memcache_ratelimit::{
-    FixedWindow, Gcra, HybridQuota, MemoryStore, Quota, RateLimiter, SlidingLog, SlidingWindow,
-    TokenBucket,
-};
+use memcache_ratelimit::{MemoryStore, RateLimiter};
+use memcache_ratelimit_bench::algorithm::{Algorithm, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE, OPEN_QUOTA,
+    median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -52,37 +50,27 @@ struct Args {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Governor,
-    FixedWindow,
-    SlidingWindow(u32),
-    TokenBucket,
-    Gcra,
-    SlidingLog,
-    HybridQuota,
+    Limiter(Algorithm),
 }
 
 const KINDS: [Kind; 10] = [
     Kind::Governor,
-    Kind::FixedWindow,
-    Kind::SlidingWindow(1),
-    Kind::SlidingWindow(4),
-    Kind::SlidingWindow(12),
-    Kind::SlidingWindow(60),
-    Kind::TokenBucket,
-    Kind::Gcra,
-    Kind::SlidingLog,
-    Kind::HybridQuota,
+    Kind::Limiter(Algorithm::FixedWindow),
+    Kind::Limiter(Algorithm::SlidingWindow(1)),
+    Kind::Limiter(Algorithm::SlidingWindow(4)),
+    Kind::Limiter(Algorithm::SlidingWindow(12)),
+    Kind::Limiter(Algorithm::SlidingWindow(60)),
+    Kind::Limiter(Algorithm::TokenBucket),
+    Kind::Limiter(Algorithm::Gcra),
+    Kind::Limiter(Algorithm::SlidingLog),
+    Kind::Limiter(Algorithm::HybridQuota),
 ];
 
 impl Kind {
     fn name(self) -> String {
         match self {
             Kind::Governor => "governor (keyed, DashMap)".into(),
-            Kind::FixedWindow => "FixedWindow".into(),
-            Kind::SlidingWindow(n) => format!("SlidingWindow n={n}"),
-            Kind::TokenBucket => "TokenBucket".into(),
-            Kind::Gcra => "Gcra".into(),
-            Kind::SlidingLog => "SlidingLog".into(),
-            Kind::HybridQuota => "HybridQuota".into(),
+            Kind::Limiter(algorithm) => algorithm.name(),
         }
     }
 }
@@ -92,57 +80,23 @@ type Governor = governor::DefaultKeyedRateLimiter<Vec<u8>>;
 /// What a run calls: a fresh limiter (on a fresh store) per run.
 enum Target {
     Governor(Governor),
-    Limiter(Box<dyn RateLimiter>),
+    Limiter(Arc<dyn RateLimiter>),
 }
 
-fn quota() -> Quota {
-    OPEN_QUOTA.parse().expect("valid quota")
-}
-
-/// A new limiter with the defaults a user gets (system clock, default
-/// namespace, deadline and CAS policy), on a new `MemoryStore`.
+/// A new limiter with the defaults a user gets (system clock, deadline,
+/// compare-and-swap policy, sealed-bucket cache), on a new `MemoryStore`.
 fn target(kind: Kind) -> Target {
-    let store = Arc::new(MemoryStore::new());
-    let limiter: Box<dyn RateLimiter> = match kind {
+    match kind {
         Kind::Governor => {
             let rate = NonZeroU32::new(OPEN_PER_MINUTE).expect("nonzero");
-            return Target::Governor(governor::RateLimiter::keyed(GovernorQuota::per_minute(
+            Target::Governor(governor::RateLimiter::keyed(GovernorQuota::per_minute(
                 rate,
-            )));
+            )))
         }
-        Kind::FixedWindow => Box::new(
-            FixedWindow::builder(quota(), store)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::SlidingWindow(n) => Box::new(
-            SlidingWindow::builder(quota(), store)
-                .sub_windows(n)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::TokenBucket => Box::new(
-            TokenBucket::builder(quota(), store)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::Gcra => Box::new(
-            Gcra::builder(quota(), store)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::SlidingLog => Box::new(
-            SlidingLog::builder(LOG_QUOTA.parse().expect("valid quota"), store)
-                .build()
-                .expect("valid limiter"),
-        ),
-        Kind::HybridQuota => Box::new(
-            HybridQuota::builder(quota(), store)
-                .build()
-                .expect("valid limiter"),
-        ),
-    };
-    Target::Limiter(limiter)
+        Kind::Limiter(algorithm) => {
+            Target::Limiter(algorithm.build(Arc::new(MemoryStore::new()), Setup::default()))
+        }
+    }
 }
 
 /// Each case's runs, in the order they ran.
@@ -313,7 +267,7 @@ fn main() {
         cpu_count()
     );
     println!("- one thread: a tokio current_thread runtime, one decision at a time (`limiter.check(id).await`; governor: `check_key(&id)`)");
-    println!("- store: a new `MemoryStore::new()` per run (system clock), limiters with their defaults but the quota");
+    println!("- store: a new `MemoryStore::new()` per run (system clock), limiters with their defaults but the quota and the namespace (store failures returned as errors; an in-process store has none)");
     println!(
         "- {} run(s) of {} s per case, after one untimed decision per client; seed {}",
         args.timing.runs, args.timing.seconds, args.seed
