@@ -34,6 +34,19 @@ pub struct Setup {
 }
 
 impl Algorithm {
+    /// Every algorithm, at the sub-window counts the benchmarks compare.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::FixedWindow,
+        Algorithm::SlidingWindow(1),
+        Algorithm::SlidingWindow(4),
+        Algorithm::SlidingWindow(12),
+        Algorithm::SlidingWindow(60),
+        Algorithm::TokenBucket,
+        Algorithm::Gcra,
+        Algorithm::SlidingLog,
+        Algorithm::HybridQuota,
+    ];
+
     /// The name in the tables.
     pub fn name(self) -> String {
         match self {

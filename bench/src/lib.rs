@@ -115,6 +115,20 @@ pub fn cas_policy() -> CasPolicy {
 
 /// The median; the mean of the two middle values for an even count, NaN
 /// for none.
+/// Whether the case called `name` runs under `--only filter`, among the
+/// cases called `names`: a whole case name selects that case alone
+/// ("SlidingWindow n=1" is not also n=12); anything else selects every
+/// name containing it, ignoring case.
+pub fn selected(name: &str, filter: Option<&str>, names: &[String]) -> bool {
+    match filter {
+        None => true,
+        Some(filter) if names.iter().any(|n| n.eq_ignore_ascii_case(filter)) => {
+            name.eq_ignore_ascii_case(filter)
+        }
+        Some(filter) => name.to_lowercase().contains(&filter.to_lowercase()),
+    }
+}
+
 pub fn median(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         return f64::NAN;
@@ -137,6 +151,17 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn a_whole_name_selects_one_case_and_a_part_selects_many() {
+        let names: Vec<String> = ["SlidingWindow n=1", "SlidingWindow n=12", "Gcra"]
+            .map(String::from)
+            .into();
+        let picked = |filter| names.iter().filter(|n| selected(n, filter, &names)).count();
+        assert_eq!(picked(Some("slidingwindow n=1")), 1);
+        assert_eq!(picked(Some("sliding")), 2);
+        assert_eq!(picked(None), 3);
     }
 
     #[test]

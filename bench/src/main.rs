@@ -9,7 +9,8 @@ use memcache_ratelimit::{Error, MemcachedStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Algorithm, Setup};
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{
-    cas_policy, median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    cas_policy, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA,
+    RAW_TTL,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -54,7 +55,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
     in_flight: Vec<usize>,
     /// Only the cases whose name contains this (case-insensitive), e.g.
-    /// `raw` or `sliding`.
+    /// `raw` or `sliding`; a whole case name (`SlidingWindow n=1`) selects that case
+    /// alone.
     #[arg(long)]
     only: Option<String>,
     /// Smoke test: 1 run of 1 s at 1 and 64 in flight.
@@ -94,18 +96,18 @@ enum Kind {
     Limiter(Algorithm),
 }
 
-const KINDS: [Kind; 10] = [
-    Kind::RawBaseline,
-    Kind::RawCeiling,
-    Kind::Limiter(Algorithm::FixedWindow),
-    Kind::Limiter(Algorithm::SlidingWindow(1)),
-    Kind::Limiter(Algorithm::SlidingWindow(4)),
-    Kind::Limiter(Algorithm::SlidingWindow(12)),
-    Kind::Limiter(Algorithm::SlidingWindow(60)),
-    Kind::Limiter(Algorithm::TokenBucket),
-    Kind::Limiter(Algorithm::Gcra),
-    Kind::Limiter(Algorithm::SlidingLog),
-];
+/// The baselines, then every algorithm but the hybrid quota.
+fn kinds() -> Vec<Kind> {
+    [Kind::RawBaseline, Kind::RawCeiling]
+        .into_iter()
+        .chain(
+            Algorithm::ALL
+                .into_iter()
+                .filter(|&a| a != Algorithm::HybridQuota)
+                .map(Kind::Limiter),
+        )
+        .collect()
+}
 
 impl Kind {
     fn name(self) -> String {
@@ -381,17 +383,11 @@ fn main() {
         None => server::pin_self_or_reexec(),
     };
 
-    let kinds: Vec<Kind> = KINDS
+    let all = kinds();
+    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
+    let kinds: Vec<Kind> = all
         .into_iter()
-        .filter(|kind| match &args.only {
-            // A full case name selects that case alone ("SlidingWindow n=1"
-            // is not also n=12); anything else is a substring.
-            Some(filter) if KINDS.iter().any(|k| k.name().eq_ignore_ascii_case(filter)) => {
-                kind.name().eq_ignore_ascii_case(filter)
-            }
-            Some(filter) => kind.name().to_lowercase().contains(&filter.to_lowercase()),
-            None => true,
-        })
+        .filter(|kind| selected(&kind.name(), args.only.as_deref(), &names))
         .collect();
     assert!(!kinds.is_empty(), "--only matches no case");
 

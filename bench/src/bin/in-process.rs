@@ -8,7 +8,7 @@ use memcache_ratelimit::{MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Algorithm, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    median, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE,
+    median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -30,7 +30,8 @@ struct Args {
     #[command(flatten)]
     timing: Runs,
     /// Only the cases whose name contains this (case-insensitive), e.g.
-    /// `gcra` or `sliding`; governor always runs, as the reference.
+    /// `gcra` or `sliding`; governor always runs, as the reference; a whole case name (`SlidingWindow n=1`) selects that case
+    /// alone.
     #[arg(long)]
     only: Option<String>,
     /// Smoke test: 1 run of 1 s per case.
@@ -53,18 +54,12 @@ enum Kind {
     Limiter(Algorithm),
 }
 
-const KINDS: [Kind; 10] = [
-    Kind::Governor,
-    Kind::Limiter(Algorithm::FixedWindow),
-    Kind::Limiter(Algorithm::SlidingWindow(1)),
-    Kind::Limiter(Algorithm::SlidingWindow(4)),
-    Kind::Limiter(Algorithm::SlidingWindow(12)),
-    Kind::Limiter(Algorithm::SlidingWindow(60)),
-    Kind::Limiter(Algorithm::TokenBucket),
-    Kind::Limiter(Algorithm::Gcra),
-    Kind::Limiter(Algorithm::SlidingLog),
-    Kind::Limiter(Algorithm::HybridQuota),
-];
+/// governor, then every algorithm.
+fn kinds() -> Vec<Kind> {
+    std::iter::once(Kind::Governor)
+        .chain(Algorithm::ALL.into_iter().map(Kind::Limiter))
+        .collect()
+}
 
 impl Kind {
     fn name(self) -> String {
@@ -241,14 +236,13 @@ fn main() {
     } else {
         pin_self_or_reexec().how
     };
-    let kinds: Vec<Kind> = KINDS
+    let all = kinds();
+    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
+    let kinds: Vec<Kind> = all
         .into_iter()
         .filter(|&kind| {
-            kind == Kind::Governor
-                || match &args.only {
-                    Some(filter) => kind.name().to_lowercase().contains(&filter.to_lowercase()),
-                    None => true,
-                }
+            // governor always runs, as the reference.
+            kind == Kind::Governor || selected(&kind.name(), args.only.as_deref(), &names)
         })
         .collect();
     assert!(kinds.len() > 1, "--only matches no case");
@@ -402,7 +396,7 @@ fn print_ratios(tables: &[(Mode, Rows)]) {
         "| case | hot / governor hot | many / governor many | hot, CPU time | many, CPU time |"
     );
     println!("|---|---:|---:|---:|---:|");
-    for kind in KINDS.into_iter().filter(|&k| k != Kind::Governor) {
+    for kind in kinds().into_iter().filter(|&k| k != Kind::Governor) {
         let (hot, many) = (rate(Mode::Hot, kind), rate(Mode::Many, kind));
         if hot.is_none() && many.is_none() {
             continue;
