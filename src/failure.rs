@@ -117,12 +117,17 @@ pub struct FailureStats {
     /// Failures returned to the caller ([`FailurePolicy::ReturnError`], or
     /// a stand-in that failed too).
     pub returned: u64,
+    /// Window counters found holding something other than a count
+    /// (written over by another program, or an attack on the store) and
+    /// reset to zero, after which the store decided as usual. Not a
+    /// failure the policy absorbed: the decision is the store's.
+    pub repaired: u64,
 }
 
 /// A limiter's policy, with its stand-in, and its counters.
 pub(crate) struct Failures {
     policy: Policy,
-    counts: [AtomicU64; 5],
+    counts: [AtomicU64; 6],
 }
 
 /// A [`FailurePolicy`] ready to apply.
@@ -158,6 +163,7 @@ const STORE_ERRORS: usize = 1;
 const DEADLINES: usize = 2;
 const FALLBACKS: usize = 3;
 const RETURNED: usize = 4;
+const REPAIRED: usize = 5;
 
 impl Failures {
     /// `policy`, checked, with the stand-in a
@@ -198,6 +204,7 @@ impl Failures {
             deadlines: n(DEADLINES),
             fallbacks: n(FALLBACKS),
             returned: n(RETURNED),
+            repaired: n(REPAIRED),
         }
     }
 
@@ -251,6 +258,17 @@ impl Failures {
         });
         tracing::warn!(%error, policy = ?self.policy, allowed = decision.is_allowed(), "store failure absorbed by the failure policy");
         Ok(decision.made_under_failure())
+    }
+
+    /// Counts and reports a counter at `key` that held `held`, not a
+    /// count, and was reset.
+    pub(crate) fn repaired(&self, key: &[u8], held: &[u8]) {
+        self.bump(REPAIRED);
+        tracing::warn!(
+            key = %String::from_utf8_lossy(key),
+            held = %String::from_utf8_lossy(&held[..held.len().min(40)]),
+            "counter held something else; reset to zero"
+        );
     }
 
     /// Forgets `key` in the stand-in, if there is one.

@@ -1,7 +1,7 @@
 //! The failure policy against real faults on real memcached processes the
-//! tests start: a killed server, a restart on the same port, and one server
-//! of three down. (A hung server is in `failure_latency.rs`, alone in its
-//! process, because it measures latency.)
+//! tests start: a killed server, a restart on the same port, one server of
+//! three down, and writes whose outcome is unknown. (A hung server's
+//! latency is in `failure_latency.rs`, alone in its process.)
 
 mod common;
 
@@ -12,7 +12,8 @@ use common::policies::{
     assert_policy, decided_by_the_store_within_a_second, every_algorithm, Limiter, DEADLINE,
     POLICIES,
 };
-use memcache_ratelimit::{FailurePolicy, FixedWindow, RateLimiter};
+use memcache_ratelimit::store::Store;
+use memcache_ratelimit::{Clock, FailurePolicy, FixedWindow, ManualClock, RateLimiter};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_gets_each_policy_within_the_deadline_and_a_restart_recovers() {
@@ -115,4 +116,52 @@ async fn one_server_of_three_down_affects_only_the_clients_placed_on_it() {
     eprintln!("one of three servers down: {affected} clients under the policy, {unaffected} decided as usual");
     assert!(affected > 0 && unaffected > 0);
     assert_eq!(limiter.failure_stats().absorbed, affected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_outcome_is_unknown_is_never_sent_again() {
+    let server = Memcached::start();
+    let store = patient_store(vec![server.address()]).await;
+    let clock = ManualClock::from_unix_secs(common::T0 + 10);
+    let limiter = FixedWindow::builder("1000/minute".parse().unwrap(), store.clone())
+        .clock(clock.clone())
+        .deadline(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let client = b"unknown-outcome";
+    assert!(limiter.check(client).await.unwrap().is_allowed());
+
+    // Each increment is sent to a memcached that cannot answer: the
+    // deadline passes with its outcome unknown, and the policy decides.
+    server.signal("STOP");
+    const TRIES: u64 = 20;
+    for _ in 0..TRIES {
+        assert!(limiter.check(client).await.unwrap().under_failure());
+    }
+    assert_eq!(limiter.failure_stats().deadlines, TRIES);
+
+    // What was sent lands once memcached goes on, once each: read until
+    // the count stops moving.
+    server.signal("CONT");
+    let key = limiter.keys_at(client, clock.now()).unwrap().remove(0);
+    let mut last = None;
+    let count = loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let count = store
+            .get_counters(std::slice::from_ref(&key))
+            .await
+            .unwrap()[0];
+        if count == last {
+            break count.unwrap();
+        }
+        last = count;
+    };
+    eprintln!(
+        "{TRIES} increments with unknown outcomes: memcached counted {} of them, and none twice",
+        count - 1
+    );
+    // Never more than the requests made: nothing was sent again. And the
+    // cost the docs state: some were counted although their callers got
+    // the policy's answer.
+    assert!((2..=1 + TRIES).contains(&count), "count {count}");
 }

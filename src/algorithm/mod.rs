@@ -28,6 +28,7 @@ mod sliding_window;
 mod token_bucket;
 mod window;
 mod window_math;
+mod window_repair;
 
 pub use fixed_window::{FixedWindow, FixedWindowConfig};
 pub use gcra::{Gcra, GcraConfig, Reservation};

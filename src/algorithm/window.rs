@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::buckets::{unix_nanos, Buckets};
 use super::sealed::{SealedBucket, SealedCache};
 use super::window_math::{admits, verdict};
+use super::window_repair::{not_a_counter, repair};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::{ClientKey, KeyBuf};
@@ -82,12 +83,21 @@ impl WindowCounter {
             Some(store) => Call::Now(store),
             None => Call::Waiting(Instant::now()),
         };
-        let counters = match call {
-            Call::Now(store) => store.increment_now(&current, cost, ttl, &reads)?,
+        let counted = match call {
+            Call::Now(store) => store
+                .increment_now(&current, cost, ttl, &reads)
+                .map_err(Error::from),
             Call::Waiting(_) => {
                 let increment = settings.store.increment(&current, cost, ttl, &reads);
-                settings.within_deadline(increment).await?
+                settings.within_deadline(increment).await
             }
+        };
+        let counters = match counted {
+            Err(error) => match not_a_counter(&error) {
+                Some(cause) => repair(settings, &current, &reads, cost, ttl, cause).await?,
+                None => return Err(error),
+            },
+            Ok(counters) => counters,
         };
 
         counts[0] = counters.value;

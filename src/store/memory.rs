@@ -347,9 +347,11 @@ impl ImmediateStore for MemoryStore {
                 }
             }
         };
+        // The increment has landed: a read failing now must say so, as
+        // memcached's does.
         let read = also_read
             .iter()
-            .map(|k| self.read_counter(k, now))
+            .map(|k| self.read_counter(k, now).map_err(StoreError::ambiguous))
             .collect::<Result<_, _>>()?;
         Ok(Counters { value, read })
     }
