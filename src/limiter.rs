@@ -225,6 +225,14 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// How much longer than its algorithm reads it an item is kept: memcached
+    /// expires items on a one-second clock, a process whose clock is up to
+    /// `max_clock_skew` behind the writer's still reads it that much later,
+    /// and a decision can land up to its deadline after it was made.
+    pub(crate) fn expiry_slack(&self) -> Duration {
+        self.max_clock_skew.max(Duration::from_secs(1)) + self.deadline
+    }
+
     /// The clock's time in unix nanoseconds, or the error for a clock that
     /// reads a time beyond what they can hold.
     pub(crate) fn now(&self) -> Result<i64, Error> {
@@ -379,11 +387,15 @@ impl<A> LimiterBuilder<A> {
         self
     }
 
-    /// How far apart the clocks of the processes sharing the store may be
-    /// (default [`DEFAULT_MAX_CLOCK_SKEW`], at most [`MAX_CLOCK_SKEW`]). A
-    /// window bucket that closed longer ago than this, plus the deadline,
-    /// can no longer change, so the sliding window reads it at most once
-    /// per client and then keeps it in process.
+    /// How far apart the clocks of any two processes sharing the store may
+    /// be (default [`DEFAULT_MAX_CLOCK_SKEW`], at most [`MAX_CLOCK_SKEW`]):
+    /// with clocks within ±1 s of the true time, that is 2 s. A window
+    /// bucket that closed longer ago than this, plus the deadline, can no
+    /// longer change, so the sliding window reads it at most once per
+    /// client and then keeps it in process. Every counter and state is
+    /// also kept this much (at least 1 s) plus the deadline longer than
+    /// its algorithm reads it, so a process whose clock lags still finds
+    /// it.
     pub fn max_clock_skew(mut self, skew: Duration) -> Self {
         self.max_clock_skew = skew;
         self

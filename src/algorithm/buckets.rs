@@ -14,10 +14,6 @@ use crate::error::{ConfigError, Error};
 use crate::quota::compact_duration;
 use crate::stack_text::StackText;
 
-/// memcached expires items on a one-second clock, so a counter is kept one
-/// second longer than it is read to never lose it early.
-const EXPIRY_SLACK: Duration = Duration::from_secs(1);
-
 /// Buckets of one length, with `history` older buckets still read after a
 /// bucket closes.
 #[derive(Debug, Clone)]
@@ -100,10 +96,11 @@ impl Buckets {
         Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX))
     }
 
-    /// How long a counter must live after its creation: its own bucket plus
-    /// the `history` buckets that still read it, plus [`EXPIRY_SLACK`].
+    /// How long a counter is read after its creation: its own bucket plus
+    /// the `history` buckets that still read it. The limiter keeps it
+    /// longer by its expiry slack (`Settings::expiry_slack`).
     pub(crate) fn ttl(&self) -> Duration {
-        Duration::from_nanos(self.len_nanos as u64) * (self.history + 1) + EXPIRY_SLACK
+        Duration::from_nanos(self.len_nanos as u64) * (self.history + 1)
     }
 
     /// The key suffix naming bucket `index`: its start in UTC as chrono's
@@ -236,7 +233,7 @@ mod tests {
     #[test]
     fn ttl_covers_every_read_of_the_bucket() {
         let buckets = Buckets::new(Duration::from_secs(60), 4, 4).unwrap();
-        assert_eq!(buckets.ttl(), Duration::from_secs(5 * 15 + 1));
+        assert_eq!(buckets.ttl(), Duration::from_secs(5 * 15));
     }
 
     #[test]

@@ -11,8 +11,6 @@ use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
 use crate::quota::Quota;
 use crate::store::Store;
 
-const EXPIRY_SLACK: Duration = Duration::from_secs(1);
-
 /// GCRA (seed `001_c8817f0acf66dd9b.txt`, "the case for GCRA").
 ///
 /// The whole state is one number per client: the theoretical arrival time
@@ -315,7 +313,7 @@ impl CasCore for GcraCore {
             } else {
                 Duration::ZERO
             },
-            write: (allowed || ask.strict).then(|| (after, reset_after + EXPIRY_SLACK)),
+            write: (allowed || ask.strict).then_some((after, reset_after)),
         }
     }
 }

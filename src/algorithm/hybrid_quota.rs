@@ -12,9 +12,6 @@ use crate::store::Store;
 
 /// Slack for float comparisons of token counts.
 const EPSILON: f64 = 1e-9;
-/// A stored state outlives the moment it means the same as a new client by
-/// this much (memcached expires on a one-second clock).
-const EXPIRY_SLACK: Duration = Duration::from_secs(1);
 /// The largest quota whose whole token counts an `f64` holds exactly.
 const MAX_EXACT_LIMIT: u64 = 1 << 53;
 
@@ -324,7 +321,7 @@ impl HybridQuotaCore {
         Step {
             decision,
             delay: Duration::ZERO,
-            write: changed.then_some((client, reset_after + EXPIRY_SLACK)),
+            write: changed.then_some((client, reset_after)),
         }
     }
 }
@@ -453,7 +450,8 @@ mod tests {
         assert_eq!(step.decision.reset_after(), Duration::from_secs(1));
         let (state, ttl) = step.write.unwrap();
         assert_eq!(state, client(Mode::Bursty, 7.0, T0));
-        assert_eq!(ttl, Duration::from_secs(2));
+        // Read until the window ends; the engine adds the expiry slack.
+        assert_eq!(ttl, Duration::from_secs(1));
     }
 
     #[test]
@@ -500,7 +498,7 @@ mod tests {
         assert_eq!(step.decision.remaining(), 0);
         // Back to a full quota after 15 tokens at 10 per second.
         assert_eq!(step.decision.reset_after(), Duration::from_millis(1500));
-        assert_eq!(ttl, Duration::from_millis(2500));
+        assert_eq!(ttl, Duration::from_millis(1500));
     }
 
     #[test]
@@ -567,7 +565,7 @@ mod tests {
         let (state, ttl) = later.write.expect("an admission is written");
         assert_eq!(state.time, T0 + 300 * MS);
         assert!(state.bucket.abs() < 1e-9);
-        assert_eq!(ttl, Duration::from_secs(1) + EXPIRY_SLACK);
+        assert_eq!(ttl, Duration::from_secs(1));
         // Strict mode writes the denial's cost.
         let strict = hq.decide(
             Some(&smooth),

@@ -270,8 +270,8 @@ pub(crate) struct Step<S> {
     pub(crate) decision: Decision,
     /// How long the caller must wait before acting (delay mode).
     pub(crate) delay: Duration,
-    /// The new state and how long it must live; `None` leaves the store
-    /// untouched.
+    /// The new state and how long it is read (the engine keeps it longer
+    /// by the limiter's expiry slack); `None` leaves the store untouched.
     pub(crate) write: Option<(S, Duration)>,
 }
 
@@ -356,6 +356,9 @@ struct Engine<C> {
     policy: CasPolicy,
     /// The limiter's deadline, which also bounds one group.
     deadline: Duration,
+    /// Added to every lifetime the core gives a state it writes
+    /// (`Settings::expiry_slack`).
+    slack: Duration,
     counters: Counters,
     queues: Queues,
 }
@@ -376,6 +379,7 @@ impl<C: CasCore> CasLimiter<C> {
             core: core.clone(),
             policy,
             deadline: settings.deadline,
+            slack: settings.expiry_slack(),
             counters: Counters::default(),
             queues: Queues::default(),
         });
@@ -483,7 +487,7 @@ impl<C: CasCore> Engine<C> {
             decided = Some((step.decision, step.delay));
             let (state, ttl) = step.write?;
             self.core.encode_into(&state, next);
-            Some(ttl)
+            Some(ttl + self.slack)
         })?;
         Ok(decided.expect("the step runs once"))
     }
@@ -663,7 +667,7 @@ impl<C: CasCore> Engine<C> {
             let value = self.core.encode(last);
             match self
                 .store()
-                .put(key, &value, ttl, condition)
+                .put(key, &value, ttl + self.slack, condition)
                 .await
                 .map_err(Failure::Store)?
             {

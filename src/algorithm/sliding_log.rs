@@ -27,9 +27,6 @@ use crate::store::Store;
 /// ```
 pub const MAX_LOG_LIMIT: u64 = 10_000;
 
-/// memcached expires on a one-second clock: keep the log this much longer
-/// than its newest entry counts.
-const EXPIRY_SLACK: Duration = Duration::from_secs(1);
 /// The first byte of every stored log, so even an empty log is a value.
 const VERSION: u8 = 1;
 
@@ -344,7 +341,7 @@ impl CasCore for SlidingLogCore {
         Step {
             decision,
             delay: Duration::ZERO,
-            write: record.then(|| (Log(after), reset_after + EXPIRY_SLACK)),
+            write: record.then_some((Log(after), reset_after)),
         }
     }
 }
@@ -478,10 +475,11 @@ mod tests {
     }
 
     #[test]
-    fn ttl_covers_the_newest_entry_plus_slack() {
+    fn ttl_covers_the_newest_entry() {
         let log_core = core("2/minute");
         let step = log_core.decide(None, ask(1, 0, false));
-        assert_eq!(step.write.unwrap().1, Duration::from_secs(61));
+        // Read for a period; the engine adds the expiry slack.
+        assert_eq!(step.write.unwrap().1, Duration::from_secs(60));
         let full = Log(vec![0, 0]);
         let denied = log_core.decide(Some(&full), ask(1, 30 * SECOND, false));
         assert!(denied.write.is_none(), "a lenient denial writes nothing");

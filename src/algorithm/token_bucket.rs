@@ -12,9 +12,6 @@ use crate::store::Store;
 
 /// Slack for float comparisons of token counts.
 const EPSILON: f64 = 1e-9;
-/// A stored state outlives the moment the bucket is full again by this
-/// much; after that, a missing key and a full bucket mean the same.
-const EXPIRY_SLACK: Duration = Duration::from_secs(1);
 
 /// The token bucket (seed `000_2b9745f3300e7285.txt`, "Token bucket";
 /// Smyte's parameters from seed `004_bdbc0973a5e09e56.txt`).
@@ -246,15 +243,11 @@ impl CasCore for TokenBucketCore {
             )
         }
         .with_used(capacity - after);
-        let write = (allowed || ask.strict).then(|| {
-            (
-                Bucket {
-                    tokens: after,
-                    updated: now,
-                },
-                reset_after + EXPIRY_SLACK,
-            )
-        });
+        let state = Bucket {
+            tokens: after,
+            updated: now,
+        };
+        let write = (allowed || ask.strict).then_some((state, reset_after));
         Step {
             decision,
             delay: Duration::ZERO,

@@ -78,7 +78,7 @@ impl WindowCounter {
             .iter()
             .map(|&age| self.bucket_key(&client, index - age as i64).to_vec())
             .collect();
-        let ttl = self.buckets.ttl();
+        let ttl = self.buckets.ttl() + settings.expiry_slack();
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
             None => Call::Waiting(Instant::now()),
