@@ -55,8 +55,8 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
     in_flight: Vec<usize>,
     /// Only the cases whose name contains this (case-insensitive), e.g.
-    /// `raw` or `sliding`; a whole case name (`SlidingWindow n=1`) selects that case
-    /// alone.
+    /// `raw` or `sliding`; a whole case name (`SlidingWindow n=1`)
+    /// selects that case alone.
     #[arg(long)]
     only: Option<String>,
     /// Smoke test: 1 run of 1 s at 1 and 64 in flight.

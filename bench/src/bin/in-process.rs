@@ -30,8 +30,8 @@ struct Args {
     #[command(flatten)]
     timing: Runs,
     /// Only the cases whose name contains this (case-insensitive), e.g.
-    /// `gcra` or `sliding`; governor always runs, as the reference; a whole case name (`SlidingWindow n=1`) selects that case
-    /// alone.
+    /// `gcra` or `sliding`; a whole case name (`SlidingWindow n=1`)
+    /// selects that case alone. governor always runs, as the reference.
     #[arg(long)]
     only: Option<String>,
     /// Smoke test: 1 run of 1 s per case.

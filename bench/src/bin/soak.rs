@@ -144,6 +144,7 @@ fn expected_per_second(clients: u64) -> u64 {
     (0..clients).map(|c| (c % PATTERN).min(LIMIT)).sum()
 }
 
+#[derive(Default)]
 struct Outcome {
     decisions: u64,
     checked: u64,
@@ -193,16 +194,7 @@ async fn soak(args: &Args, server: &Memcached) -> Outcome {
     let admitted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let errors = Arc::new(AtomicU64::new(0));
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
-    let mut outcome = Outcome {
-        decisions: 0,
-        checked: 0,
-        unchecked: 0,
-        wrong: 0,
-        late: 0,
-        errors: 0,
-        admitted: [0; 3],
-        samples: Vec::new(),
-    };
+    let mut outcome = Outcome::default();
     let ledger: Arc<Ledger> = Arc::default();
     let began = Instant::now();
     let first_second = unix_seconds() + 1;
@@ -379,19 +371,6 @@ fn resident_kib() -> u64 {
 mod tests {
     use super::*;
 
-    fn outcome() -> Outcome {
-        Outcome {
-            decisions: 0,
-            checked: 0,
-            unchecked: 0,
-            wrong: 0,
-            late: 0,
-            errors: 0,
-            admitted: [0; 3],
-            samples: Vec::new(),
-        }
-    }
-
     #[test]
     fn a_window_is_right_with_min_of_sent_and_limit_allowed() {
         let ledger = Ledger::default();
@@ -405,7 +384,7 @@ mod tests {
         // Client 4 straddles 10 and 11: unchecked; second 11 is kept.
         record(&ledger, 4, 10, 11, true);
         record(&ledger, 5, 11, 11, true);
-        let mut seen = outcome();
+        let mut seen = Outcome::default();
         settle(&ledger, 11, &mut seen);
         assert_eq!((seen.checked, seen.wrong, seen.unchecked), (3, 1, 1));
         settle(&ledger, u64::MAX, &mut seen);
