@@ -30,7 +30,7 @@ struct Cas {
 macro_rules! build {
     ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $strict:expr, $policy:expr) => {{
         let limiter = Arc::new(
-            $ty::builder($quota, $store)
+            common::patient($ty::builder($quota, $store))
                 .clock($clock.clone())
                 .strict($strict)
                 .cas_policy($policy)
@@ -421,25 +421,31 @@ async fn reset_forgets_the_client_and_only_that_client() {
 #[tokio::test]
 async fn a_larger_capacity_bursts_without_raising_the_rate() {
     let f = common::memory();
-    let bucket = TokenBucket::builder("60/minute".parse().unwrap(), f.store.clone())
-        .capacity(150)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+    let bucket = common::patient(TokenBucket::builder(
+        "60/minute".parse().unwrap(),
+        f.store.clone(),
+    ))
+    .capacity(150)
+    .clock(f.clock.clone())
+    .build()
+    .unwrap();
     let client = unique_client("burst");
     assert_eq!(admitted(&bucket, &client, 200).await, 150);
     // Then one a second, the quota's rate.
     assert_eq!(every_second(&f, &bucket, &client, 60).await, 60);
-    let too_big = TokenBucket::builder("60/minute".parse().unwrap(), f.store.clone())
-        .capacity(0)
-        .build();
+    let too_big = common::patient(TokenBucket::builder(
+        "60/minute".parse().unwrap(),
+        f.store.clone(),
+    ))
+    .capacity(0)
+    .build();
     assert_eq!(too_big.unwrap_err().field(), "capacity");
 }
 
 #[tokio::test]
 async fn gcra_delay_mode_spaces_requests_at_the_rate() {
     let f = common::memory();
-    let gcra = Gcra::builder("4/second".parse().unwrap(), f.store.clone())
+    let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), f.store.clone()))
         .burst(1)
         .clock(f.clock.clone())
         .build()
@@ -462,7 +468,7 @@ async fn gcra_delay_mode_spaces_requests_at_the_rate() {
 #[tokio::test]
 async fn gcra_until_ready_waits_for_its_slot() {
     let store = Arc::new(memcache_ratelimit::MemoryStore::new());
-    let gcra = Gcra::builder("20/second".parse().unwrap(), store)
+    let gcra = common::patient(Gcra::builder("20/second".parse().unwrap(), store))
         .burst(1)
         .build()
         .unwrap();

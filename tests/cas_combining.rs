@@ -30,7 +30,7 @@ struct Cas {
 macro_rules! build {
     ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $policy:expr) => {{
         let limiter = Arc::new(
-            $ty::builder($quota, $store)
+            common::patient($ty::builder($quota, $store))
                 .clock($clock.clone())
                 .cas_policy($policy)
                 .deadline(Duration::from_secs(10))
@@ -173,10 +173,13 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
 #[tokio::test]
 async fn each_request_keeps_its_own_time_and_maximum_delay() {
     for f in fixtures().await {
-        let bucket = TokenBucket::builder("10/minute".parse().unwrap(), waiting(&f))
-            .clock(f.clock.clone())
-            .build()
-            .unwrap();
+        let bucket = common::patient(TokenBucket::builder(
+            "10/minute".parse().unwrap(),
+            waiting(&f),
+        ))
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
         let client = unique_client("times");
         let at = |secs: i64| chrono::DateTime::from_timestamp(T0 + secs, 0).unwrap();
         let (all_ten, none_left, six_later, again) = tokio::join!(
@@ -193,7 +196,7 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
         assert_eq!(bucket.cas_stats().combined, 4);
 
         // GCRA's delay mode through one group: each its own maximum delay.
-        let gcra = Gcra::builder("4/second".parse().unwrap(), waiting(&f))
+        let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), waiting(&f)))
             .burst(1)
             .clock(f.clock.clone())
             .build()

@@ -15,10 +15,13 @@ const MINUTE: Duration = Duration::from_secs(60);
 #[tokio::test]
 async fn a_window_counter_written_over_is_reset_and_reported() {
     for f in fixtures().await {
-        let fixed = FixedWindow::builder("10/minute".parse().unwrap(), f.store.clone())
-            .clock(f.clock.clone())
-            .build()
-            .unwrap();
+        let fixed = common::patient(FixedWindow::builder(
+            "10/minute".parse().unwrap(),
+            f.store.clone(),
+        ))
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
         let client = unique_client("garbage");
         for _ in 0..3 {
             assert!(fixed.check(&client).await.unwrap().is_allowed());
@@ -55,12 +58,15 @@ async fn a_window_counter_written_over_is_reset_and_reported() {
 #[tokio::test]
 async fn an_older_bucket_written_over_is_reset_and_the_increment_counted_once() {
     for f in fixtures().await {
-        let sliding = SlidingWindow::builder("10/minute".parse().unwrap(), f.store.clone())
-            .sub_windows(4)
-            .sealed_cache(0)
-            .clock(f.clock.clone())
-            .build()
-            .unwrap();
+        let sliding = common::patient(SlidingWindow::builder(
+            "10/minute".parse().unwrap(),
+            f.store.clone(),
+        ))
+        .sub_windows(4)
+        .sealed_cache(0)
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
         let client = unique_client("older");
         for _ in 0..4 {
             assert!(sliding.check(&client).await.unwrap().is_allowed());
@@ -90,11 +96,14 @@ async fn an_older_bucket_written_over_is_reset_and_the_increment_counted_once() 
 #[tokio::test]
 async fn evicted_counters_and_states_are_made_again() {
     for f in fixtures().await {
-        let fixed = FixedWindow::builder("10/minute".parse().unwrap(), f.store.clone())
-            .clock(f.clock.clone())
-            .build()
-            .unwrap();
-        let gcra = Gcra::builder("10/minute".parse().unwrap(), f.store.clone())
+        let fixed = common::patient(FixedWindow::builder(
+            "10/minute".parse().unwrap(),
+            f.store.clone(),
+        ))
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
+        let gcra = common::patient(Gcra::builder("10/minute".parse().unwrap(), f.store.clone()))
             .clock(f.clock.clone())
             .build()
             .unwrap();
@@ -127,7 +136,7 @@ async fn evicted_counters_and_states_are_made_again() {
 #[tokio::test]
 async fn a_compare_and_swap_state_written_over_is_replaced_and_reported() {
     for f in fixtures().await {
-        let gcra = Gcra::builder("10/minute".parse().unwrap(), f.store.clone())
+        let gcra = common::patient(Gcra::builder("10/minute".parse().unwrap(), f.store.clone()))
             .clock(f.clock.clone())
             .build()
             .unwrap();

@@ -16,7 +16,7 @@ fn quota(text: &str) -> Quota {
 }
 
 fn sliding(f: &Fixture, q: &str, n: u32) -> SlidingWindow {
-    SlidingWindow::builder(quota(q), f.store.clone())
+    common::patient(SlidingWindow::builder(quota(q), f.store.clone()))
         .sub_windows(n)
         .clock(f.clock.clone())
         .build()
@@ -24,7 +24,7 @@ fn sliding(f: &Fixture, q: &str, n: u32) -> SlidingWindow {
 }
 
 fn fixed(f: &Fixture, q: &str) -> FixedWindow {
-    FixedWindow::builder(quota(q), f.store.clone())
+    common::patient(FixedWindow::builder(quota(q), f.store.clone()))
         .clock(f.clock.clone())
         .build()
         .unwrap()
@@ -49,7 +49,7 @@ async fn fixed_window_keys_are_namespaced_minute_stamps() {
         limiter.keys_at(b"alice", at).unwrap(),
         vec![b"rl:alice_202701150801".to_vec()]
     );
-    let hourly = FixedWindow::builder(quota("10/hour"), f.store.clone())
+    let hourly = common::patient(FixedWindow::builder(quota("10/hour"), f.store.clone()))
         .namespace("api")
         .build()
         .unwrap();
@@ -246,7 +246,7 @@ async fn denied_requests_are_refunded_so_retrying_clients_get_through() {
 #[tokio::test]
 async fn strict_mode_keeps_a_retrying_client_denied_until_it_slows_down() {
     for f in fixtures().await {
-        let limiter = SlidingWindow::builder(quota("10/minute"), f.store.clone())
+        let limiter = common::patient(SlidingWindow::builder(quota("10/minute"), f.store.clone()))
             .clock(f.clock.clone())
             .denied_requests(DeniedRequests::Counted)
             .build()
@@ -270,11 +270,12 @@ async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
     for f in fixtures().await {
         for n in [1, 2, 4, 6, 12, 60] {
             let counting = Arc::new(CountingStore::new(f.store.clone()));
-            let limiter = SlidingWindow::builder(quota("3/minute"), counting.clone())
-                .sub_windows(n)
-                .clock(f.clock.clone())
-                .build()
-                .unwrap();
+            let limiter =
+                common::patient(SlidingWindow::builder(quota("3/minute"), counting.clone()))
+                    .sub_windows(n)
+                    .clock(f.clock.clone())
+                    .build()
+                    .unwrap();
             let client = unique_client("calls");
             limiter.check(&client).await.unwrap();
             let calls = counting.calls();
@@ -299,7 +300,7 @@ async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
             );
         }
         let counting = Arc::new(CountingStore::new(f.store.clone()));
-        let strict = FixedWindow::builder(quota("1/minute"), counting.clone())
+        let strict = common::patient(FixedWindow::builder(quota("1/minute"), counting.clone()))
             .clock(f.clock.clone())
             .strict(true)
             .build()

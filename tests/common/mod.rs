@@ -11,7 +11,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memcache_ratelimit::store::{MemcachedStore, MemoryStore, Store};
-use memcache_ratelimit::ManualClock;
+use memcache_ratelimit::{FailurePolicy, LimiterBuilder, ManualClock};
+
+/// `builder` as tests of the algorithms' logic want it on a shared and
+/// loaded test machine: a deadline (5 s) that a busy moment cannot reach,
+/// and store failures returned as errors, so a failure fails the test with
+/// its cause rather than becoming a decision of the failure policy.
+pub fn patient<A>(builder: LimiterBuilder<A>) -> LimiterBuilder<A> {
+    builder
+        .deadline(Duration::from_secs(5))
+        .on_failure(FailurePolicy::ReturnError)
+}
 
 /// A store under test, with the clock the limiters should read.
 pub struct Fixture {
