@@ -89,6 +89,7 @@ mod decision;
 mod deny_cache;
 mod error;
 pub mod failure;
+mod headers;
 pub mod key;
 mod limiter;
 mod quota;
@@ -104,6 +105,7 @@ pub use decision::Decision;
 pub use deny_cache::DenyCache;
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
 pub use failure::{FailurePolicy, FailureStats};
+pub use headers::HeaderPolicy;
 pub use key::KeySpace;
 pub use limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
