@@ -39,14 +39,14 @@ fn policy() -> CasPolicy {
 fn both(quota: &str, store: &Arc<MemcachedStore>) -> Vec<Cas> {
     let quota: Quota = quota.parse().unwrap();
     let gcra = Arc::new(
-        Gcra::builder(quota, store.clone())
+        common::patient(Gcra::builder(quota, store.clone()))
             .cas_policy(policy())
             .deadline(Duration::from_secs(10))
             .build()
             .unwrap(),
     );
     let bucket = Arc::new(
-        TokenBucket::builder(quota, store.clone())
+        common::patient(TokenBucket::builder(quota, store.clone()))
             .cas_policy(policy())
             .deadline(Duration::from_secs(10))
             .build()

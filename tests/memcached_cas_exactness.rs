@@ -121,7 +121,7 @@ async fn exactness<L: RateLimiter + 'static>(
 macro_rules! contended {
     ($ty:ident) => {
         |store: Arc<MemcachedStore>, clock: &ManualClock| {
-            $ty::builder("50/minute".parse().unwrap(), store)
+            common::patient($ty::builder("50/minute".parse().unwrap(), store))
                 .clock(clock.clone())
                 .cas_policy(policy())
                 .deadline(Duration::from_secs(10))

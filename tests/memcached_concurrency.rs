@@ -52,7 +52,7 @@ async fn fixed_window_admits_exactly_the_limit() {
         .into_iter()
         .map(|store| {
             Arc::new(
-                FixedWindow::builder("100/minute".parse().unwrap(), store)
+                common::patient(FixedWindow::builder("100/minute".parse().unwrap(), store))
                     .clock(clock.clone())
                     .deadline(Duration::from_secs(5))
                     .build()
@@ -70,7 +70,7 @@ async fn sliding_window_admits_the_limit_less_the_weighted_history() {
     let stores = common::independent_clients(&server, CLIENTS).await;
     let build = |n: u32, store: Arc<MemcachedStore>| {
         Arc::new(
-            SlidingWindow::builder("100/minute".parse().unwrap(), store)
+            common::patient(SlidingWindow::builder("100/minute".parse().unwrap(), store))
                 .sub_windows(n)
                 .clock(clock.clone())
                 .deadline(Duration::from_secs(5))
