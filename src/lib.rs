@@ -93,6 +93,7 @@ mod headers;
 pub mod key;
 mod limiter;
 mod quota;
+mod spec;
 mod stack_text;
 pub mod store;
 
@@ -112,6 +113,7 @@ pub use limiter::{
     MAX_CLOCK_SKEW, MAX_DEADLINE,
 };
 pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
+pub use spec::{Algorithm, LimiterSpec};
 pub use store::{MemcachedStore, MemoryStore};
 
 /// The README's examples, compiled and run as doc tests.
