@@ -14,6 +14,7 @@ use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::quota::Quota;
+use crate::stats::LimiterStats;
 use crate::RateLimiter;
 
 /// Wraps a limiter and remembers its denials.
@@ -180,6 +181,18 @@ impl<L: RateLimiter> RateLimiter for DenyCache<L> {
 
     fn clock(&self) -> &dyn Clock {
         self.inner.clock()
+    }
+
+    fn quota_for(&self, key: &[u8]) -> Quota {
+        self.inner.quota_for(key)
+    }
+
+    /// The inner limiter's counts, with the denials answered from the
+    /// cache added to `denied`.
+    fn stats(&self) -> LimiterStats {
+        let mut stats = self.inner.stats();
+        stats.denied += self.hits();
+        stats
     }
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {

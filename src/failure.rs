@@ -127,7 +127,7 @@ pub struct FailureStats {
 /// A limiter's policy, with its stand-in, and its counters.
 pub(crate) struct Failures {
     policy: Policy,
-    counts: [AtomicU64; 6],
+    counts: [AtomicU64; 9],
 }
 
 /// A [`FailurePolicy`] ready to apply.
@@ -164,6 +164,9 @@ const DEADLINES: usize = 2;
 const FALLBACKS: usize = 3;
 const RETURNED: usize = 4;
 const REPAIRED: usize = 5;
+const ALLOWED: usize = 6;
+const DENIED: usize = 7;
+const ERRORS: usize = 8;
 
 impl Failures {
     /// `policy`, checked, with the stand-in a
@@ -212,8 +215,32 @@ impl Failures {
         self.counts[index].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The store's answer, or the policy's decision in its place.
+    /// Allowed, denied and errors returned, since the limiter was built.
+    pub(crate) fn outcomes(&self) -> (u64, u64, u64) {
+        let n = |i: usize| self.counts[i].load(Ordering::Relaxed);
+        (n(ALLOWED), n(DENIED), n(ERRORS))
+    }
+
+    /// The store's answer, or the policy's decision in its place, counted.
     pub(crate) async fn decide(
+        &self,
+        outcome: Result<Decision, Error>,
+        quota: Quota,
+        key: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Decision, Error> {
+        let outcome = self.absorb(outcome, quota, key, cost, now).await;
+        self.bump(match &outcome {
+            Ok(decision) if decision.is_allowed() => ALLOWED,
+            Ok(_) => DENIED,
+            Err(_) => ERRORS,
+        });
+        outcome
+    }
+
+    /// The store's answer, or the policy's decision in its place.
+    async fn absorb(
         &self,
         outcome: Result<Decision, Error>,
         quota: Quota,

@@ -243,6 +243,28 @@ fn is_raw_byte(byte: u8) -> bool {
     (0x21..=0x7e).contains(&byte) && byte != HASH_MARK
 }
 
+/// A client id for logs: printable ASCII as it is, any other byte as
+/// `\xNN`, cut after 64 bytes with the full length noted, so that no id
+/// can forge or flood a log line.
+pub(crate) struct Printable<'a>(pub(crate) &'a [u8]);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 64;
+        for &byte in self.0.iter().take(SHOWN) {
+            if byte.is_ascii_graphic() && byte != b'\\' {
+                write!(f, "{}", char::from(byte))?;
+            } else {
+                write!(f, "\\x{byte:02x}")?;
+            }
+        }
+        if self.0.len() > SHOWN {
+            write!(f, "… ({} bytes)", self.0.len())?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

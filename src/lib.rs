@@ -95,6 +95,7 @@ mod limiter;
 mod quota;
 mod spec;
 mod stack_text;
+mod stats;
 pub mod store;
 
 pub use algorithm::{
@@ -114,6 +115,7 @@ pub use limiter::{
 };
 pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
 pub use spec::{Algorithm, LimiterSpec};
+pub use stats::LimiterStats;
 pub use store::{MemcachedStore, MemoryStore};
 
 /// The README's examples, compiled and run as doc tests.

@@ -16,6 +16,7 @@ use crate::error::{ConfigError, Error};
 use crate::failure::{scale_quota, FailurePolicy, Failures};
 use crate::key::KeySpace;
 use crate::quota::Quota;
+use crate::stats::LimiterStats;
 use crate::store::{MemoryStore, Store};
 
 /// The default bound on one decision. memcached answers in well under a
@@ -82,6 +83,18 @@ pub trait RateLimiter: Send + Sync {
 
     /// Forgets everything counted for client `key`.
     async fn reset(&self, key: &[u8]) -> Result<(), Error>;
+
+    /// The quota client `key` is held to: [`quota`](Self::quota), unless
+    /// the limiter picks quotas per client
+    /// ([`DynamicLimiter`](crate::DynamicLimiter)).
+    fn quota_for(&self, key: &[u8]) -> Quota {
+        let _ = key;
+        self.quota()
+    }
+
+    /// What this limiter has decided since it was built; see
+    /// [`LimiterStats`].
+    fn stats(&self) -> LimiterStats;
 }
 
 /// A boxed or shared limiter is a limiter, so decorators such as
@@ -114,6 +127,14 @@ macro_rules! forward_rate_limiter {
             async fn reset(&self, key: &[u8]) -> Result<(), Error> {
                 (**self).reset(key).await
             }
+
+            fn quota_for(&self, key: &[u8]) -> Quota {
+                (**self).quota_for(key)
+            }
+
+            fn stats(&self) -> LimiterStats {
+                (**self).stats()
+            }
         }
     )*};
 }
@@ -128,7 +149,7 @@ forward_rate_limiter!(Box, Arc);
 /// the engines compute with, rather than building a `DateTime` to take
 /// apart again.
 macro_rules! delegate_rate_limiter {
-    ($ty:ty) => {
+    ($ty:ty, $name:literal) => {
         impl $ty {
             /// The store failures this limiter absorbed under its
             /// [`FailurePolicy`](crate::FailurePolicy), since it was built.
@@ -144,12 +165,33 @@ macro_rules! delegate_rate_limiter {
                 cost: u64,
                 now: i64,
             ) -> Result<$crate::Decision, $crate::Error> {
-                let outcome = self.inner.check_nanos(key, cost, now).await;
+                use tracing::Instrument;
                 let settings = &self.inner.settings;
-                settings
-                    .failures
-                    .decide(outcome, settings.quota, key, cost, now)
-                    .await
+                let span = tracing::debug_span!(
+                    "rate_limit",
+                    algorithm = $name,
+                    client = %$crate::key::Printable(key),
+                    cost,
+                );
+                async {
+                    let outcome = self.inner.check_nanos(key, cost, now).await;
+                    let outcome = settings
+                        .failures
+                        .decide(outcome, settings.quota, key, cost, now)
+                        .await;
+                    match &outcome {
+                        Ok(decision) => tracing::trace!(
+                            allowed = decision.is_allowed(),
+                            remaining = decision.remaining(),
+                            under_failure = decision.under_failure(),
+                            "decided"
+                        ),
+                        Err(error) => tracing::debug!(%error, "no decision"),
+                    }
+                    outcome
+                }
+                .instrument(span)
+                .await
             }
         }
 
@@ -188,6 +230,18 @@ macro_rules! delegate_rate_limiter {
             async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
                 self.inner.settings.failures.reset(key).await;
                 self.inner.reset(key).await
+            }
+
+            fn stats(&self) -> $crate::LimiterStats {
+                let failures = &self.inner.settings.failures;
+                let (allowed, denied, errors) = failures.outcomes();
+                $crate::LimiterStats {
+                    allowed,
+                    denied,
+                    errors,
+                    cas_retries: self.inner.cas_retries(),
+                    failures: failures.stats(),
+                }
             }
         }
     };

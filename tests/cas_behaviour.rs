@@ -125,6 +125,9 @@ impl<L: RateLimiter> RateLimiter for Shared<L> {
     async fn reset(&self, key: &[u8]) -> Result<(), Error> {
         self.0.reset(key).await
     }
+    fn stats(&self) -> memcache_ratelimit::LimiterStats {
+        self.0.stats()
+    }
 }
 
 /// The linear limiters on a fixture.

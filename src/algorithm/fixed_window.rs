@@ -81,4 +81,4 @@ impl LimiterBuilder<FixedWindowConfig> {
     }
 }
 
-delegate_rate_limiter!(FixedWindow);
+delegate_rate_limiter!(FixedWindow, "fixed_window");

@@ -204,7 +204,7 @@ impl LimiterBuilder<GcraConfig> {
     }
 }
 
-delegate_rate_limiter!(Gcra);
+delegate_rate_limiter!(Gcra, "gcra");
 
 /// The arithmetic, in units of `1/limit` nanoseconds: one request is
 /// `interval` (the period in nanoseconds) units, and time `t` is

@@ -226,7 +226,7 @@ impl LimiterBuilder<HybridQuotaConfig> {
     }
 }
 
-delegate_rate_limiter!(HybridQuota);
+delegate_rate_limiter!(HybridQuota, "hybrid_quota");
 
 /// The arithmetic: quota `quota` per `window` nanoseconds.
 #[derive(Debug, Clone)]

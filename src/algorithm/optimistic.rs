@@ -390,6 +390,11 @@ impl<C: CasCore> CasLimiter<C> {
         }
     }
 
+    /// Attempts made again after a conflict.
+    pub(crate) fn cas_retries(&self) -> u64 {
+        self.stats().retries
+    }
+
     pub(crate) fn stats(&self) -> CasStats {
         self.engine.counters.snapshot()
     }
@@ -676,7 +681,8 @@ impl<C: CasCore> Engine<C> {
                     self.counters.bump(CONFLICTS);
                     if attempt < attempts {
                         self.counters.bump(RETRIES);
-                        tracing::trace!(
+                        tracing::debug!(
+                            key = %String::from_utf8_lossy(key),
                             attempt,
                             group = group.len(),
                             "compare-and-swap conflict; retrying"
@@ -688,6 +694,7 @@ impl<C: CasCore> Engine<C> {
         }
         self.counters.add(EXHAUSTED, group.len());
         tracing::debug!(
+            key = %String::from_utf8_lossy(key),
             attempts,
             group = group.len(),
             "compare-and-swap attempts exhausted"

@@ -199,7 +199,7 @@ impl LimiterBuilder<SlidingLogConfig> {
     }
 }
 
-delegate_rate_limiter!(SlidingLog);
+delegate_rate_limiter!(SlidingLog, "sliding_log");
 
 /// The arithmetic: at most `limit` entries younger than `period`
 /// nanoseconds.

@@ -162,4 +162,4 @@ impl LimiterBuilder<SlidingWindowConfig> {
     }
 }
 
-delegate_rate_limiter!(SlidingWindow);
+delegate_rate_limiter!(SlidingWindow, "sliding_window");

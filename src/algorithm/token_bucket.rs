@@ -148,7 +148,7 @@ impl LimiterBuilder<TokenBucketConfig> {
     }
 }
 
-delegate_rate_limiter!(TokenBucket);
+delegate_rate_limiter!(TokenBucket, "token_bucket");
 
 /// The arithmetic: a bucket of `capacity` tokens refilled at `rate` tokens
 /// per nanosecond.
