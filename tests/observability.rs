@@ -157,6 +157,10 @@ fn store_failures_and_fallbacks_are_warnings_and_counted() {
     assert!(absorbed.iter().all(|line| line.contains("WARN")));
 }
 
+/// A counter as exported: name, labels, value.
+#[cfg(feature = "metrics")]
+type Exported = (String, Vec<(String, String)>, u64);
+
 #[cfg(feature = "metrics")]
 #[test]
 fn stats_are_exported_through_the_metrics_facade() {
@@ -183,7 +187,7 @@ fn stats_are_exported_through_the_metrics_facade() {
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
     metrics::with_local_recorder(&recorder, || limiter.stats().record("api"));
-    let counters: Vec<(String, Vec<(String, String)>, u64)> = snapshotter
+    let counters: Vec<Exported> = snapshotter
         .snapshot()
         .into_vec()
         .into_iter()
