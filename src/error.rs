@@ -43,6 +43,11 @@ pub enum Error {
         "the clock reads {0}, outside the range the window arithmetic supports (1677 to 2262)"
     )]
     ClockOutOfRange(chrono::DateTime<chrono::Utc>),
+    /// A quota picked at request time
+    /// ([`DynamicLimiter`](crate::DynamicLimiter)) could not be built into
+    /// a limiter.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
 /// What kind of store failure happened.

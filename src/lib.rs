@@ -87,6 +87,7 @@ pub mod algorithm;
 mod clock;
 mod decision;
 mod deny_cache;
+pub mod dynamic;
 mod error;
 pub mod failure;
 mod headers;
@@ -105,6 +106,7 @@ pub use algorithm::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use deny_cache::DenyCache;
+pub use dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
 pub use failure::{FailurePolicy, FailureStats};
 pub use headers::HeaderPolicy;
