@@ -93,6 +93,8 @@ pub mod failure;
 mod headers;
 pub mod key;
 mod limiter;
+#[cfg(feature = "tower")]
+pub mod middleware;
 mod quota;
 mod spec;
 mod stack_text;

@@ -1,0 +1,51 @@
+//! HTTP middleware: a [`tower`](https://docs.rs/tower) layer that rate
+//! limits requests before they reach a service, for axum, hyper and any
+//! other stack built on `tower` and the `http` crate (cargo feature
+//! `tower`; with `axum`, [`ClientIp`] also reads axum's `ConnectInfo`).
+//!
+//! - A [`KeyExtractor`] names the client of each request: [`ClientIp`],
+//!   a [`Header`], an [`ApiKey`], or any closure over the request's head.
+//! - The [`RateLimitLayer`] asks its limiter for a decision. An allowed
+//!   request goes on to the service; a denied one gets `429 Too Many
+//!   Requests` with `Retry-After`. Every response carries the IETF
+//!   `RateLimit-Policy` and `RateLimit` fields
+//!   (draft-ietf-httpapi-ratelimit-headers), and the older
+//!   `X-RateLimit-Limit`, `-Remaining` and `-Reset` fields if asked
+//!   ([`RateLimitLayer::legacy_headers`]).
+//! - With a [`DynamicLimiter`](crate::DynamicLimiter), each client's
+//!   fields announce the quota it is held to.
+//!
+//! ```
+//! use memcache_ratelimit::middleware::{ClientIp, RateLimitLayer};
+//! use memcache_ratelimit::{MemoryStore, SlidingWindow};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+//!     .sub_windows(12)
+//!     .build()?;
+//! let layer = RateLimitLayer::new(limiter, ClientIp::peer())
+//!     .policy_name("per-ip")?
+//!     .legacy_headers(true);
+//! // axum: Router::new().route("/", get(handler)).layer(layer)
+//! # let _ = layer;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! How each outcome is answered:
+//!
+//! | outcome | status | header fields |
+//! |---|---|---|
+//! | allowed | the service's | `RateLimit-Policy`, `RateLimit` (+ legacy) |
+//! | denied | 429 | the same, and `Retry-After` |
+//! | no key in the request | the extractor's ([`KeyExtractor::missing`]), or per [`MissingKey`] | none |
+//! | store failure returned ([`FailurePolicy::ReturnError`](crate::FailurePolicy::ReturnError)), or compare-and-swap contention | 503 | `Retry-After: 1` |
+//! | a cost above the limit | 413 | none |
+//! | a quota or cost the limiter cannot take | 500 | none |
+
+mod extract;
+mod layer;
+
+pub use extract::{ApiKey, ClientIp, Header, KeyExtractor};
+pub use layer::{MissingKey, RateLimit, RateLimitLayer};
