@@ -28,6 +28,14 @@
 //!   with memcached's rules).
 //! - Time comes from a [`Clock`]: [`SystemClock`] in production,
 //!   [`ManualClock`] in tests and simulations.
+//! - [`DynamicLimiter`] picks each client's quota at request time (API
+//!   plans), building limiters from a [`LimiterSpec`].
+//! - With the `tower` feature, the `middleware` module rate limits axum and hyper
+//!   services, answering 429 with `Retry-After` and the IETF `RateLimit`
+//!   header fields.
+//! - Every limiter counts its decisions ([`RateLimiter::stats`]), exports
+//!   them through the `metrics` facade (feature `metrics`) and runs each
+//!   decision in a `tracing` span.
 //!
 //! # Example
 //!

@@ -6,7 +6,7 @@ use crate::failure::FailureStats;
 /// was built. Every limiter keeps them ([`RateLimiter::stats`]) at the cost
 /// of one relaxed atomic add per decision; a service exports them by
 /// reading them periodically, for example into the `metrics` crate's
-/// facade with [`record`](Self::record) (cargo feature `metrics`).
+/// facade with `record` (cargo feature `metrics`).
 ///
 /// ```
 /// use memcache_ratelimit::{MemoryStore, RateLimiter, SlidingWindow};
