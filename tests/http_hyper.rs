@@ -2,8 +2,6 @@
 //! loopback, the peer address put in the request's extensions by the
 //! accept loop, and a real HTTP client.
 
-mod common;
-
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
