@@ -57,13 +57,14 @@ pub struct RateLimitLayer {
 }
 
 /// What every clone of the layer and its services share.
+#[derive(Clone)]
 struct Shared {
     limiter: Arc<dyn RateLimiter>,
-    key: Box<dyn KeyExtractor>,
+    key: Arc<dyn KeyExtractor>,
     policy_name: String,
     legacy: bool,
     missing: Option<MissingKey>,
-    cost: Option<Box<CostFn>>,
+    cost: Option<Arc<CostFn>>,
 }
 
 impl std::fmt::Debug for RateLimitLayer {
@@ -89,7 +90,7 @@ impl RateLimitLayer {
         Self {
             shared: Arc::new(Shared {
                 limiter,
-                key: Box::new(key),
+                key: Arc::new(key),
                 policy_name: "default".to_owned(),
                 legacy: false,
                 missing: None,
@@ -120,7 +121,7 @@ impl RateLimitLayer {
     /// The cost of each request (default 1). A cost of 0 is answered 500:
     /// every request costs at least 1.
     pub fn cost(self, cost: impl Fn(&http::request::Parts) -> u64 + Send + Sync + 'static) -> Self {
-        self.with(|shared| shared.cost = Some(Box::new(cost)))
+        self.with(|shared| shared.cost = Some(Arc::new(cost)))
     }
 
     fn with(mut self, change: impl FnOnce(&mut Shared)) -> Self {
