@@ -17,7 +17,8 @@ use memcache_ratelimit::{
     SlidingLog, SlidingWindow, TokenBucket,
 };
 
-/// Set in a worker: `<algorithm> <memcached address> <start, unix ms>`.
+/// Set in a worker: `<algorithm> <memcached address> <start, unix ms>
+/// <run>`; each run is a client of its own.
 const WORKER: &str = "MEMCACHE_RATELIMIT_EXACTNESS_WORKER";
 const TEST: &str = "processes_share_one_limit_exactly";
 const PROCESSES: usize = 4;
@@ -34,6 +35,22 @@ fn processes_share_one_limit_exactly() {
     }
     let server = Memcached::start();
     for algorithm in ALGORITHMS {
+        // The processes must really compete for the test to mean anything:
+        // each still deciding when the last one began. On a loaded machine
+        // one may finish before another starts; that run is still checked
+        // for exactness, and the race is run again, up to 5 times.
+        let competed = (1..=5).any(|attempt| race(&server, algorithm, attempt));
+        assert!(
+            competed,
+            "{algorithm}: the processes never overlapped in 5 runs"
+        );
+    }
+}
+
+/// One race of the workers for `algorithm`, checked for exactness; whether
+/// the processes overlapped.
+fn race(server: &Memcached, algorithm: &str, attempt: u32) -> bool {
+    {
         // All workers begin at one wall-clock moment, once all are up.
         let start = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_secs(2);
         let workers: Vec<_> = (0..PROCESSES)
@@ -42,7 +59,11 @@ fn processes_share_one_limit_exactly() {
                     .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
                     .env(
                         WORKER,
-                        format!("{algorithm} {} {}", server.address(), start.as_millis()),
+                        format!(
+                            "{algorithm} {} {} {attempt}",
+                            server.address(),
+                            start.as_millis()
+                        ),
                     )
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
@@ -73,20 +94,17 @@ fn processes_share_one_limit_exactly() {
             contention += numbers[1];
         }
         let admitted: u64 = per_process.iter().sum();
-        eprintln!(
-            "{algorithm}: {PROCESSES} processes × {TASKS} tasks × {EACH} requests, limit {LIMIT}: \
-             admitted {admitted} ({per_process:?} per process), {contention} gave up on contention"
-        );
-        // The processes really competed: each was still deciding when the
-        // last one began.
         let last_start = spans.iter().map(|s| s.0).max().unwrap();
         let first_end = spans.iter().map(|s| s.1).min().unwrap();
-        assert!(
-            last_start < first_end,
-            "{algorithm}: no overlap in {spans:?}"
+        let overlapped = last_start < first_end;
+        eprintln!(
+            "{algorithm} (run {attempt}): {PROCESSES} processes × {TASKS} tasks × {EACH} requests, limit {LIMIT}: \
+             admitted {admitted} ({per_process:?} per process), {contention} gave up on contention, \
+             overlapped: {overlapped}"
         );
         assert_eq!(contention, 0, "{algorithm}");
         assert_eq!(admitted, LIMIT, "{algorithm}");
+        overlapped
     }
 }
 
@@ -96,6 +114,7 @@ fn worker(spec: &str) {
     let parts: Vec<&str> = spec.split(' ').collect();
     let (algorithm, address) = (parts[0], parts[1].to_owned());
     let start = Duration::from_millis(parts[2].parse().unwrap());
+    let client = format!("one-client-{}", parts[3]).into_bytes();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -116,10 +135,11 @@ fn worker(spec: &str) {
         let tasks: Vec<_> = (0..TASKS)
             .map(|_| {
                 let limiter = limiter.clone();
+                let client = client.clone();
                 tokio::spawn(async move {
                     let (mut admitted, mut contention) = (0u64, 0u64);
                     for _ in 0..EACH {
-                        match limiter.check(b"one-client").await {
+                        match limiter.check(&client).await {
                             Ok(decision) => admitted += u64::from(decision.is_allowed()),
                             Err(memcache_ratelimit::Error::Contention { .. }) => contention += 1,
                             Err(error) => panic!("{error}"),
