@@ -15,8 +15,8 @@ use std::time::Duration;
 use http::{Request, Response, StatusCode};
 use memcache_ratelimit::middleware::{ApiKey, ClientIp, Header, MissingKey, RateLimitLayer};
 use memcache_ratelimit::{
-    Algorithm, DynamicLimiter, FailurePolicy, LimiterSpec, ManualClock, MemcachedStore,
-    MemoryStore, Quota, SlidingWindow,
+    Algorithm, DynamicLimiter, FailurePolicy, LimiterSpec, ManualClock, MemoryStore, Quota,
+    SlidingWindow,
 };
 use tower::{Layer, Service, ServiceExt};
 
@@ -278,13 +278,7 @@ async fn failures_and_impossible_costs_are_answered_without_the_service() {
     let inner = Counted::default();
     // Nothing listens on port 1: the store fails at once, and this
     // limiter returns the failure rather than deciding under a policy.
-    let store = Arc::new(
-        MemcachedStore::builder()
-            .server("127.0.0.1:1")
-            .build()
-            .await
-            .unwrap(),
-    );
+    let store = common::refusing_store().await;
     let failing = SlidingWindow::builder("5/minute".parse().unwrap(), store)
         .on_failure(FailurePolicy::ReturnError)
         .build()

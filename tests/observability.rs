@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use common::faults::LosingCas;
 use memcache_ratelimit::{
-    CasPolicy, FailurePolicy, Gcra, ManualClock, MemcachedStore, MemoryStore, RateLimiter,
-    SlidingWindow,
+    CasPolicy, FailurePolicy, Gcra, ManualClock, MemoryStore, RateLimiter, SlidingWindow,
 };
 
 /// Everything the subscriber wrote, as text.
@@ -64,16 +63,21 @@ fn traced<F: std::future::Future<Output = ()>>(test: impl FnOnce() -> F) -> Capt
     captured
 }
 
-#[test]
-fn every_decision_is_a_span_with_its_outcome() {
+/// A sliding window of 2 per minute on the embedded store, at `T0`.
+fn two_per_minute() -> SlidingWindow {
     let clock = ManualClock::from_unix_secs(common::T0);
-    let limiter = SlidingWindow::builder(
+    SlidingWindow::builder(
         "2/minute".parse().unwrap(),
         Arc::new(MemoryStore::with_clock(clock.clone())),
     )
     .clock(clock)
     .build()
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn every_decision_is_a_span_with_its_outcome() {
+    let limiter = two_per_minute();
     let log = traced(|| async {
         for _ in 0..3 {
             limiter.check(b"alice\r\nflush_all").await.unwrap();
@@ -128,13 +132,7 @@ fn compare_and_swap_retries_are_events_and_counted() {
 fn store_failures_and_fallbacks_are_warnings_and_counted() {
     let log = traced(|| async {
         // Nothing listens on port 1: a real connection refused, at once.
-        let store = Arc::new(
-            MemcachedStore::builder()
-                .server("127.0.0.1:1")
-                .build()
-                .await
-                .unwrap(),
-        );
+        let store = common::refusing_store().await;
         let limiter = SlidingWindow::builder("4/minute".parse().unwrap(), store)
             .on_failure(FailurePolicy::Fallback { share: 0.5 })
             .deadline(Duration::from_secs(2))
@@ -166,14 +164,7 @@ type Exported = (String, Vec<(String, String)>, u64);
 fn stats_are_exported_through_the_metrics_facade() {
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
-    let clock = ManualClock::from_unix_secs(common::T0);
-    let limiter = SlidingWindow::builder(
-        "2/minute".parse().unwrap(),
-        Arc::new(MemoryStore::with_clock(clock.clone())),
-    )
-    .clock(clock)
-    .build()
-    .unwrap();
+    let limiter = two_per_minute();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

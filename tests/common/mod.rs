@@ -113,3 +113,15 @@ pub fn proptest_config(name: &str, cases: u32) -> proptest::test_runner::Config 
         ..proptest::test_runner::Config::default()
     }
 }
+
+/// A memcached store whose one server is a port nothing listens on
+/// (port 1): every call is refused at once, a real connection failure.
+pub async fn refusing_store() -> Arc<MemcachedStore> {
+    Arc::new(
+        MemcachedStore::builder()
+            .server("127.0.0.1:1")
+            .build()
+            .await
+            .expect("a store builds without reaching its servers"),
+    )
+}
