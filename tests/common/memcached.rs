@@ -67,6 +67,23 @@ fn find_binary() -> PathBuf {
         .unwrap_or_else(|| panic!("{INSTALL}"))
 }
 
+/// The `pid` that the memcached answering on `stream` reports in `stats`.
+fn server_pid(mut stream: TcpStream) -> Option<u32> {
+    use std::io::{BufRead, BufReader, Write};
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.write_all(b"stats\r\n").ok()?;
+    for line in BufReader::new(stream).lines() {
+        let line = line.ok()?;
+        if let Some(pid) = line.strip_prefix("STAT pid ") {
+            return pid.trim().parse().ok();
+        }
+        if line == "END" {
+            return None;
+        }
+    }
+    None
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
@@ -135,9 +152,19 @@ impl Memcached {
             if let Ok(Some(_)) = child.try_wait() {
                 return false; // exited: port taken, most likely
             }
-            if TcpStream::connect_timeout(&self.socket(), Duration::from_millis(100)).is_ok() {
-                self.child = Some(child);
-                return true;
+            if let Ok(stream) =
+                TcpStream::connect_timeout(&self.socket(), Duration::from_millis(100))
+            {
+                // Another test may have started its memcached on the same
+                // free port a moment earlier, in which case ours is about
+                // to exit: only the process that answers is ours.
+                if server_pid(stream) == Some(child.id()) {
+                    self.child = Some(child);
+                    return true;
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
