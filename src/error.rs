@@ -133,21 +133,26 @@ impl StoreError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {field}: {reason}")]
 pub struct ConfigError {
-    field: &'static str,
+    field: std::borrow::Cow<'static, str>,
     reason: String,
 }
 
 impl ConfigError {
-    pub(crate) fn new(field: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        field: impl Into<std::borrow::Cow<'static, str>>,
+        reason: impl Into<String>,
+    ) -> Self {
         Self {
-            field,
+            field: field.into(),
             reason: reason.into(),
         }
     }
 
-    /// The name of the setting that was rejected, such as `"period"`.
-    pub fn field(&self) -> &'static str {
-        self.field
+    /// The name of the setting that was rejected, such as `"period"`, or
+    /// in a configuration file its path, such as `"plans.pro"` or
+    /// `"quota (from MEMCACHE_RATELIMIT_QUOTA)"`.
+    pub fn field(&self) -> &str {
+        &self.field
     }
 
     /// Why it was rejected.

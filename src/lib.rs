@@ -93,6 +93,8 @@
 
 pub mod algorithm;
 mod clock;
+#[cfg(feature = "config")]
+pub mod config;
 mod decision;
 mod deny_cache;
 pub mod dynamic;

@@ -1,0 +1,223 @@
+//! From text to typed values, every value checked, every error naming its
+//! field.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::file::Written;
+use super::{Config, MemcachedOptions};
+use crate::error::ConfigError;
+use crate::failure::FailurePolicy;
+use crate::headers::HeaderPolicy;
+use crate::limiter::DeniedRequests;
+use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
+use crate::store::MemoryStore;
+
+/// The quota when none is given.
+const DEFAULT_QUOTA: &str = "100/minute";
+
+/// Checks every field of `written` and builds the limiter of the quota and
+/// of every plan once, so what the algorithm cannot hold fails now.
+pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
+    let file = &written.file;
+    let quota = quota(
+        &written,
+        "quota",
+        file.quota.as_deref().unwrap_or(DEFAULT_QUOTA),
+    )?;
+    let algorithm = algorithm(&written)?;
+    let mut spec = LimiterSpec::new(algorithm);
+    if let Some(namespace) = &file.namespace {
+        spec = spec.namespace(namespace.clone());
+    }
+    if let Some(text) = &file.deadline {
+        spec = spec.deadline(duration(&written, "deadline", text)?);
+    }
+    if let Some(text) = &file.max_clock_skew {
+        spec = spec.max_clock_skew(duration(&written, "max_clock_skew", text)?);
+    }
+    spec = spec.on_failure(failure_policy(&written)?);
+    spec = spec.denied_requests(match file.denied_requests.as_deref() {
+        None | Some("refunded") => DeniedRequests::Refunded,
+        Some("counted") => DeniedRequests::Counted,
+        Some(other) => {
+            return Err(written.error(
+                "denied_requests",
+                format!("{other:?} is neither \"refunded\" nor \"counted\""),
+            ))
+        }
+    });
+
+    let mut plans = BTreeMap::new();
+    for (name, text) in file.plans.iter().flatten() {
+        let field = format!("plans.{name}");
+        HeaderPolicy::new(name, Quota::per_second(std::num::NonZeroU64::MIN)).map_err(|_| {
+            ConfigError::new(
+                field.clone(),
+                "a plan's name must be a Structured Fields token (a letter, then letters, digits and !#$%&'*+-.^_`|~:/), as the RateLimit header fields carry it",
+            )
+        })?;
+        let parsed = text
+            .parse::<Quota>()
+            .map_err(|error| ConfigError::new(field.clone(), error.reason().to_owned()))?;
+        plans.insert(name.clone(), (field, parsed));
+    }
+
+    // Build each limiter once, on a throwaway store: the builders' checks.
+    let scratch = std::sync::Arc::new(MemoryStore::new());
+    spec.build(quota, scratch.clone())
+        .map_err(|error| written.error(field_of(&error), error.reason().to_owned()))?;
+    for (field, plan) in plans.values() {
+        spec.build(*plan, scratch.clone()).map_err(|error| {
+            ConfigError::new(
+                format!("{field} ({})", error.field()),
+                error.reason().to_owned(),
+            )
+        })?;
+    }
+
+    let memcached = match &file.memcached {
+        None => MemcachedOptions::default(),
+        Some(table) => MemcachedOptions {
+            connect_timeout: table
+                .connect_timeout
+                .as_deref()
+                .map(|text| duration(&written, "memcached.connect_timeout", text))
+                .transpose()?,
+            io_timeout: table
+                .io_timeout
+                .as_deref()
+                .map(|text| duration(&written, "memcached.io_timeout", text))
+                .transpose()?,
+            max_connections: match table.max_connections {
+                Some(0) => {
+                    return Err(
+                        written.error("memcached.max_connections", "must be at least 1".to_owned())
+                    )
+                }
+                other => other,
+            },
+        },
+    };
+    let servers = file.servers.clone().unwrap_or_default();
+    if let Some(bad) = servers.iter().find(|server| !is_host_port(server)) {
+        return Err(written.error("servers", format!("{bad:?} is not host:port")));
+    }
+    Ok(Config {
+        servers,
+        memcached,
+        quota,
+        plans: plans.into_iter().map(|(name, (_, q))| (name, q)).collect(),
+        spec,
+    })
+}
+
+/// The configuration field a builder's error is about: the builders name
+/// settings by their own names (`sub_windows`, `burst`, `limit`,
+/// `period`...), which are the file's too, except the quota's parts.
+fn field_of(error: &ConfigError) -> &'static str {
+    match error.field() {
+        "sub_windows" => "sub_windows",
+        "capacity" => "capacity",
+        "burst" => "burst",
+        "namespace" => "namespace",
+        "deadline" => "deadline",
+        "max_clock_skew" => "max_clock_skew",
+        "failure_policy" => "fallback_share",
+        _ => "quota",
+    }
+}
+
+fn quota(written: &Written, field: &'static str, text: &str) -> Result<Quota, ConfigError> {
+    text.parse()
+        .map_err(|error: ConfigError| written.error(field, error.reason().to_owned()))
+}
+
+fn duration(written: &Written, field: &'static str, text: &str) -> Result<Duration, ConfigError> {
+    humantime::parse_duration(text.trim()).map_err(|error| {
+        written.error(
+            field,
+            format!("{text:?} is not a duration such as \"50ms\" or \"2s\": {error}"),
+        )
+    })
+}
+
+fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
+    let file = &written.file;
+    let name = file.algorithm.as_deref().unwrap_or("sliding_window");
+    let algorithm = match name {
+        "sliding_window" => Algorithm::SlidingWindow {
+            sub_windows: file.sub_windows.unwrap_or(4),
+        },
+        "fixed_window" => Algorithm::FixedWindow,
+        "token_bucket" => Algorithm::TokenBucket {
+            capacity: file.capacity,
+        },
+        "gcra" => Algorithm::Gcra { burst: file.burst },
+        "sliding_log" => Algorithm::SlidingLog,
+        "hybrid_quota" => Algorithm::HybridQuota,
+        other => {
+            return Err(written.error(
+                "algorithm",
+                format!(
+                    "{other:?} is not one of sliding_window, fixed_window, token_bucket, gcra, sliding_log, hybrid_quota"
+                ),
+            ))
+        }
+    };
+    // A parameter of another algorithm is a mistake, not something to ignore.
+    for (field, given, taken) in [
+        (
+            "sub_windows",
+            file.sub_windows.is_some(),
+            name == "sliding_window",
+        ),
+        ("capacity", file.capacity.is_some(), name == "token_bucket"),
+        ("burst", file.burst.is_some(), name == "gcra"),
+    ] {
+        if given && !taken {
+            return Err(written.error(field, format!("the {name} algorithm does not take it")));
+        }
+    }
+    Ok(algorithm)
+}
+
+fn failure_policy(written: &Written) -> Result<FailurePolicy, ConfigError> {
+    let file = &written.file;
+    let policy = match file.failure_policy.as_deref() {
+        None | Some("open") => FailurePolicy::Open,
+        Some("closed") => FailurePolicy::Closed,
+        Some("return_error") => FailurePolicy::ReturnError,
+        Some("fallback") => match file.fallback_share {
+            Some(share) => FailurePolicy::Fallback { share },
+            None => {
+                return Err(written.error(
+                    "fallback_share",
+                    "the fallback policy needs this instance's share of the quota, in (0, 1]"
+                        .to_owned(),
+                ))
+            }
+        },
+        Some(other) => {
+            return Err(written.error(
+                "failure_policy",
+                format!("{other:?} is not one of open, closed, return_error, fallback"),
+            ))
+        }
+    };
+    if file.fallback_share.is_some() && !matches!(policy, FailurePolicy::Fallback { .. }) {
+        return Err(written.error(
+            "fallback_share",
+            "only the fallback policy takes a share".to_owned(),
+        ));
+    }
+    Ok(policy)
+}
+
+/// `host:port` with a port number.
+fn is_host_port(server: &str) -> bool {
+    server
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+}
