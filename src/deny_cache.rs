@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use crate::algorithm::buckets::unix_nanos;
+use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
@@ -185,6 +186,10 @@ impl<L: RateLimiter> RateLimiter for DenyCache<L> {
 
     fn quota_for(&self, key: &[u8]) -> Quota {
         self.inner.quota_for(key)
+    }
+
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+        self.inner.inspect(key).await
     }
 
     /// The inner limiter's counts, with the denials answered from the

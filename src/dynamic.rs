@@ -31,6 +31,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
@@ -218,6 +219,11 @@ impl RateLimiter for DynamicLimiter {
 
     async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
         self.limiter_for(key)?.check_n(key, cost).await
+    }
+
+    /// What the store holds for `key` under the quota it is held to now.
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+        self.limiter_for(key)?.inspect(key).await
     }
 
     /// Forgets client `key` under every quota built so far.

@@ -112,8 +112,8 @@ mod stats;
 pub mod store;
 
 pub use algorithm::{
-    CasPolicy, CasStats, FixedWindow, Gcra, HybridQuota, Reservation, SlidingLog, SlidingWindow,
-    TokenBucket,
+    CasPolicy, CasStats, FixedWindow, Gcra, HybridQuota, InspectedKey, Inspection, Reservation,
+    SlidingLog, SlidingWindow, TokenBucket,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

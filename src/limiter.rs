@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 pub(crate) use crate::algorithm::buckets::unix_nanos;
-use crate::algorithm::CasPolicy;
+use crate::algorithm::{CasPolicy, Inspection};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
@@ -95,6 +95,11 @@ pub trait RateLimiter: Send + Sync {
     /// What this limiter has decided since it was built; see
     /// [`LimiterStats`].
     fn stats(&self) -> LimiterStats;
+
+    /// What the store holds for client `key` now, read without counting
+    /// anything: its keys and values and, for the window algorithms, the
+    /// estimate; see [`Inspection`]. For operators.
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error>;
 }
 
 /// A boxed or shared limiter is a limiter, so decorators such as
@@ -134,6 +139,10 @@ macro_rules! forward_rate_limiter {
 
             fn stats(&self) -> LimiterStats {
                 (**self).stats()
+            }
+
+            async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+                (**self).inspect(key).await
             }
         }
     )*};
@@ -230,6 +239,13 @@ macro_rules! delegate_rate_limiter {
             async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
                 self.inner.settings.failures.reset(key).await;
                 self.inner.reset(key).await
+            }
+
+            async fn inspect(
+                &self,
+                key: &[u8],
+            ) -> Result<$crate::Inspection, $crate::Error> {
+                self.inner.inspect(key, self.inner.settings.now()?).await
             }
 
             fn stats(&self) -> $crate::LimiterStats {

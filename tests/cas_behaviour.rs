@@ -128,6 +128,9 @@ impl<L: RateLimiter> RateLimiter for Shared<L> {
     fn stats(&self) -> memcache_ratelimit::LimiterStats {
         self.0.stats()
     }
+    async fn inspect(&self, key: &[u8]) -> Result<memcache_ratelimit::Inspection, Error> {
+        self.0.inspect(key).await
+    }
 }
 
 /// The linear limiters on a fixture.

@@ -21,6 +21,7 @@ pub(crate) mod buckets;
 mod fixed_window;
 mod gcra;
 mod hybrid_quota;
+mod inspect;
 mod optimistic;
 mod sealed;
 mod sliding_log;
@@ -33,6 +34,7 @@ mod window_repair;
 pub use fixed_window::{FixedWindow, FixedWindowConfig};
 pub use gcra::{Gcra, GcraConfig, Reservation};
 pub use hybrid_quota::{HybridQuota, HybridQuotaConfig};
+pub use inspect::{InspectedKey, Inspection};
 pub use optimistic::{CasPolicy, CasStats};
 pub use sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
 pub use sliding_window::{

@@ -94,6 +94,7 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::sync::oneshot;
 
+use super::inspect::{InspectedKey, Inspection};
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::key::{KeyBuf, KeyHasher};
@@ -454,6 +455,25 @@ impl<C: CasCore> CasLimiter<C> {
         settings
             .within_deadline(Engine::submit(&self.engine, key.to_vec(), ask))
             .await
+    }
+
+    /// `client`'s state as stored, read without counting.
+    pub(crate) async fn inspect(&self, client: &[u8], _now: i64) -> Result<Inspection, Error> {
+        let key = self.key(client);
+        let stored = self
+            .settings
+            .within_deadline(self.settings.store.get(&key))
+            .await?;
+        Ok(Inspection {
+            limit: self.settings.quota.limit(),
+            keys: vec![InspectedKey {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                value: stored.map(|stored| String::from_utf8_lossy(&stored.value).into_owned()),
+            }],
+            estimate: None,
+            remaining: None,
+            reset_after: None,
+        })
     }
 
     pub(crate) async fn reset(&self, client: &[u8]) -> Result<(), Error> {

@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use super::buckets::{unix_nanos, Buckets};
+use super::inspect::{InspectedKey, Inspection};
 use super::sealed::{SealedBucket, SealedCache};
 use super::window_math::{admits, verdict};
 use super::window_repair::{not_a_counter, repair};
@@ -52,6 +53,33 @@ impl WindowCounter {
 
     pub(crate) fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
         Ok(self.keys(&self.settings.keys.client(client), unix_nanos(at)?))
+    }
+
+    /// `client`'s counters at `now_nanos` and the estimate they add up to,
+    /// read without counting.
+    pub(crate) async fn inspect(&self, client: &[u8], now_nanos: i64) -> Result<Inspection, Error> {
+        let keys = self.keys(&self.settings.keys.client(client), now_nanos);
+        let read = self
+            .settings
+            .within_deadline(self.settings.store.get_counters(&keys))
+            .await?;
+        let counts: Vec<u64> = read.iter().map(|count| count.unwrap_or(0)).collect();
+        let limit = self.settings.quota.limit();
+        let seen = verdict(&self.buckets, &counts, now_nanos, true, 1, limit);
+        Ok(Inspection {
+            limit,
+            keys: keys
+                .into_iter()
+                .zip(read)
+                .map(|(key, count)| InspectedKey {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                    value: count.map(|count| count.to_string()),
+                })
+                .collect(),
+            estimate: Some(seen.used),
+            remaining: Some(seen.remaining),
+            reset_after: Some(seen.reset_after),
+        })
     }
 
     pub(crate) async fn check_nanos(
