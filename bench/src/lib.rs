@@ -3,6 +3,7 @@
 //! median. See `bench/README.md`.
 
 pub mod algorithm;
+pub mod matrix;
 pub mod server;
 
 use std::time::Duration;

@@ -13,9 +13,12 @@
 //! - [`suite`]: every algorithm on every workload, and the caches
 //!   comparison, over a few threads;
 //! - [`report`]: the markdown tables and the CSV files;
-//! - [`figures`]: the SVG figures, drawn by [`plot`].
+//! - [`figures`]: the SVG figures, drawn by [`plot`];
+//! - [`cli`]: the command line, for the `simulations` binary and the
+//!   operator CLI.
 
 pub mod algorithms;
+pub mod cli;
 pub mod figures;
 pub mod metrics;
 pub mod oracle;

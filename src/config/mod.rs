@@ -169,8 +169,17 @@ impl Config {
     /// A store: memcached on the servers with the client settings, or a
     /// new embedded store when there are none.
     pub async fn store(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match self.memcached_store().await? {
+            Some(store) => store,
+            None => Arc::new(MemoryStore::new()),
+        })
+    }
+
+    /// The memcached store on the servers with the client settings; `None`
+    /// when there are no servers.
+    pub async fn memcached_store(&self) -> Result<Option<Arc<MemcachedStore>>, StoreError> {
         if self.servers.is_empty() {
-            return Ok(Arc::new(MemoryStore::new()));
+            return Ok(None);
         }
         let mut builder = MemcachedStore::builder().servers(self.servers.iter().cloned());
         let options = self.memcached;
@@ -183,7 +192,7 @@ impl Config {
         if let Some(connections) = options.max_connections {
             builder = builder.max_connections(connections);
         }
-        Ok(Arc::new(builder.build().await?))
+        Ok(Some(Arc::new(builder.build().await?)))
     }
 
     /// The limiter for [`quota`](Self::quota) on `store`.

@@ -1,0 +1,83 @@
+//! The limiter an operator command works on: the configuration file, the
+//! environment, then the flags.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use memcache_ratelimit::config::{Config, ENV_PREFIX};
+use memcache_ratelimit::store::Store;
+use memcache_ratelimit::{MemcachedStore, RateLimiter};
+
+/// Which limiter: as a service configures it, then overridden by flags.
+#[derive(Debug, Args)]
+pub struct Target {
+    /// The configuration file (TOML), as the service reads it.
+    #[arg(long, env = "MEMCACHE_RATELIMIT_CONFIG")]
+    config: Option<PathBuf>,
+    /// memcached servers, comma separated (host:port,...).
+    #[arg(long)]
+    servers: Option<String>,
+    /// The quota, such as 100/minute.
+    #[arg(long)]
+    quota: Option<String>,
+    /// The algorithm: sliding_window, fixed_window, token_bucket, gcra,
+    /// sliding_log or hybrid_quota.
+    #[arg(long)]
+    algorithm: Option<String>,
+    /// The sliding window's sub-windows.
+    #[arg(long)]
+    sub_windows: Option<u32>,
+    /// The key namespace.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// Use the quota of this plan of the configuration.
+    #[arg(long)]
+    plan: Option<String>,
+}
+
+/// The configured limiter, with the memcached store it runs on (`None` for
+/// the embedded store).
+pub struct Configured {
+    pub config: Config,
+    pub limiter: Box<dyn RateLimiter>,
+    pub memcached: Option<Arc<MemcachedStore>>,
+}
+
+impl Target {
+    /// Reads the configuration and builds the limiter.
+    pub async fn build(&self) -> Result<Configured, Box<dyn std::error::Error>> {
+        let text = match &self.config {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|error| format!("cannot read {}: {error}", path.display()))?,
+            None => String::new(),
+        };
+        let flags = [
+            ("SERVERS", self.servers.clone()),
+            ("QUOTA", self.quota.clone()),
+            ("ALGORITHM", self.algorithm.clone()),
+            ("SUB_WINDOWS", self.sub_windows.map(|n| n.to_string())),
+            ("NAMESPACE", self.namespace.clone()),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((format!("{ENV_PREFIX}{name}"), value?)));
+        let config = Config::from_toml_with_env(&text, std::env::vars().chain(flags))?;
+        let memcached = config.memcached_store().await?;
+        let store: Arc<dyn Store> = match &memcached {
+            Some(store) => store.clone(),
+            None => config.store().await?,
+        };
+        let quota = match &self.plan {
+            None => config.quota(),
+            Some(name) => config
+                .plan(name)
+                .ok_or_else(|| format!("no plan {name:?} in the configuration"))?,
+        };
+        let limiter = config.spec().build(quota, store)?;
+        Ok(Configured {
+            config,
+            limiter,
+            memcached,
+        })
+    }
+}
