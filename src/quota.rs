@@ -31,6 +31,7 @@ pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 24 * 3600);
 ///
 /// let parsed: Quota = "100/minute".parse()?;
 /// assert_eq!(parsed, API);
+/// assert_eq!("100 per minute".parse::<Quota>()?, API);
 /// assert_eq!("20/15s".parse::<Quota>()?.period(), Duration::from_secs(15));
 /// assert!("0/minute".parse::<Quota>().is_err());
 /// # Ok::<(), memcache_ratelimit::ConfigError>(())
