@@ -53,28 +53,29 @@ pub async fn inspect(target: &Target, client: &[u8]) -> Outcome {
 pub async fn check(target: &Target, client: &[u8], cost: u64, json: bool) -> Outcome {
     let configured = target.build().await?;
     let decision = configured.limiter.check_n(client, cost).await?;
-    let millis = |d: std::time::Duration| d.as_millis();
+    let millis = |d: std::time::Duration| d.as_millis().to_string();
     let retry = decision.retry_after().map(millis);
-    if json {
-        println!(
-            "{{\"allowed\":{},\"limit\":{},\"remaining\":{},\"reset_after_ms\":{},\"retry_after_ms\":{},\"under_failure\":{}}}",
-            decision.is_allowed(),
-            decision.limit(),
-            decision.remaining(),
-            millis(decision.reset_after()),
-            retry.map_or("null".to_owned(), |ms| ms.to_string()),
-            decision.under_failure()
-        );
-    } else {
-        println!(
-            "allowed={} limit={} remaining={} reset_after_ms={} retry_after_ms={} under_failure={}",
-            decision.is_allowed(),
-            decision.limit(),
-            decision.remaining(),
-            millis(decision.reset_after()),
-            retry.map_or("-".to_owned(), |ms| ms.to_string()),
-            decision.under_failure()
-        );
+    let fields = [
+        ("allowed", decision.is_allowed().to_string()),
+        ("limit", decision.limit().to_string()),
+        ("remaining", decision.remaining().to_string()),
+        ("reset_after_ms", millis(decision.reset_after())),
+        (
+            "retry_after_ms",
+            retry.unwrap_or_else(|| if json { "null" } else { "-" }.to_owned()),
+        ),
+        ("under_failure", decision.under_failure().to_string()),
+    ];
+    let line: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| match json {
+            true => format!("\"{name}\":{value}"),
+            false => format!("{name}={value}"),
+        })
+        .collect();
+    match json {
+        true => println!("{{{}}}", line.join(",")),
+        false => println!("{}", line.join(" ")),
     }
     Ok(if decision.is_allowed() {
         ExitCode::SUCCESS
