@@ -1,7 +1,11 @@
 //! Decisions keep to their deadline while memcached is hung (SIGSTOP):
-//! the failure policy answers at p99 within the deadline + 5 ms, and the
-//! store decides again once memcached continues. Alone in its test binary,
-//! so no other test competes for the two cores while it measures.
+//! the failure policy answers at p99 within the deadline plus a margin, and
+//! the store decides again once memcached continues. Alone in its test
+//! binary, so no other test competes for the two cores while it measures.
+//! The margin (25 ms) is what a shared 2-core machine can add to a timer;
+//! what the test tells apart is the deadline (50 ms) from the client's own
+//! I/O timeout (5 s), which a decision would wait out without it. The
+//! measured figures are printed (`-- --nocapture`).
 
 mod common;
 
@@ -77,7 +81,7 @@ async fn a_hung_server_gets_the_policy_within_the_deadline_and_recovers_after() 
         latencies.last().unwrap()
     );
     assert!(
-        p(0.99) <= DEADLINE + Duration::from_millis(5),
+        p(0.99) <= DEADLINE + Duration::from_millis(25),
         "p99 {:?}",
         p(0.99)
     );
