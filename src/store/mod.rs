@@ -35,6 +35,7 @@
 //!   [`is_ambiguous`](crate::StoreError::is_ambiguous) set, and is never
 //!   retried by the store.
 
+mod classic;
 mod counting;
 mod immediate;
 mod memcached;
@@ -49,6 +50,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 
+pub use classic::{ClassicStore, ClassicStoreBuilder};
 pub use counting::{CountingStore, StoreCalls};
 pub use immediate::{ImmediateStore, UpdateStep};
 pub use memcached::{MemcachedStore, MemcachedStoreBuilder};

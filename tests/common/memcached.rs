@@ -182,6 +182,22 @@ impl Memcached {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
+    /// A number from the server's `stats`, such as `incr_misses`.
+    pub fn stat(&self, name: &str) -> u64 {
+        use std::io::{BufRead, BufReader, Write};
+        let mut stream = TcpStream::connect(self.socket()).expect("connect for stats");
+        stream.write_all(b"stats\r\n").unwrap();
+        let prefix = format!("STAT {name} ");
+        for line in BufReader::new(stream).lines() {
+            let line = line.unwrap();
+            if let Some(value) = line.strip_prefix(&prefix) {
+                return value.trim().parse().unwrap();
+            }
+            assert_ne!(line, "END", "no stat {name}");
+        }
+        panic!("stats ended early");
+    }
+
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)

@@ -10,7 +10,7 @@ pub mod policies;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memcache_ratelimit::store::{MemcachedStore, MemoryStore, Store};
+use memcache_ratelimit::store::{ClassicStore, MemcachedStore, MemoryStore, Store};
 use memcache_ratelimit::{FailurePolicy, LimiterBuilder, ManualClock};
 
 /// `builder` as tests of the algorithms' logic want it on a shared and
@@ -58,6 +58,24 @@ pub async fn memcached() -> Fixture {
     }
 }
 
+/// A memcached spoken to over the classic text protocol
+/// ([`ClassicStore`]), as through twemproxy or to memcached 1.5.
+pub async fn classic() -> Fixture {
+    let server = memcached::Memcached::start();
+    let store = ClassicStore::builder()
+        .server(server.address())
+        // A busy test machine is not a failure.
+        .io_timeout(Duration::from_secs(5))
+        .build()
+        .expect("classic store");
+    Fixture {
+        name: "classic",
+        store: Arc::new(store),
+        clock: ManualClock::from_unix_secs(T0),
+        server: Some(server),
+    }
+}
+
 /// `count` independent store clients of one server, each with its own
 /// connection pool, as separate service instances would have, with an I/O
 /// timeout (5 s) a busy test machine does not reach.
@@ -80,9 +98,10 @@ pub async fn independent_clients(
     stores
 }
 
-/// Both stores, each with a fresh clock at [`T0`].
+/// Every store, each with a fresh clock at [`T0`]: embedded, memcached
+/// over the meta protocol, and memcached over the classic protocol.
 pub async fn fixtures() -> Vec<Fixture> {
-    vec![memory(), memcached().await]
+    vec![memory(), memcached().await, classic().await]
 }
 
 /// A client id unique to this call, so tests sharing a memcached never
