@@ -100,9 +100,9 @@ async fn one_limiter_never_races_itself_on_a_hot_key() {
         // network. Wait a millisecond per call, as a round trip would, so
         // requests overlap (a mere yield leaves them overlapping only by
         // the luck of the scheduler).
-        let store: Arc<dyn Store> = match f.server {
-            Some(_) => f.store.clone(),
-            None => Arc::new(Slow {
+        let store: Arc<dyn Store> = match f.real_time() {
+            true => f.store.clone(),
+            false => Arc::new(Slow {
                 inner: f.store.clone(),
                 pause: Duration::from_millis(1),
             }),

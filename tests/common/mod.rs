@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod memcached;
 pub mod policies;
+pub mod twemproxy;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,16 @@ pub struct Fixture {
     pub clock: ManualClock,
     /// Keeps the memcached process alive for the fixture's lifetime.
     pub server: Option<memcached::Memcached>,
+    /// Keeps a proxy and the servers behind it alive.
+    pub proxy: Option<twemproxy::Twemproxy>,
+}
+
+impl Fixture {
+    /// Whether the store keeps real time (a server) rather than the
+    /// fixture's manual clock.
+    pub fn real_time(&self) -> bool {
+        self.server.is_some() || self.proxy.is_some()
+    }
 }
 
 /// A fixed unix time on a minute boundary (2027-01-15 08:00:00 UTC).
@@ -42,6 +53,7 @@ pub fn memory() -> Fixture {
         store: Arc::new(MemoryStore::with_clock(clock.clone())),
         clock,
         server: None,
+        proxy: None,
     }
 }
 
@@ -55,6 +67,7 @@ pub async fn memcached() -> Fixture {
         store: Arc::new(store),
         clock: ManualClock::from_unix_secs(T0),
         server: Some(server),
+        proxy: None,
     }
 }
 
@@ -73,6 +86,25 @@ pub async fn classic() -> Fixture {
         store: Arc::new(store),
         clock: ManualClock::from_unix_secs(T0),
         server: Some(server),
+        proxy: None,
+    }
+}
+
+/// Twemproxy (nutcracker) in front of 3 memcached processes, spoken to
+/// over the classic protocol, as an existing fleet behind a proxy runs.
+pub async fn twemproxy() -> Fixture {
+    let proxy = twemproxy::Twemproxy::start(3);
+    let store = ClassicStore::builder()
+        .server(proxy.address())
+        .io_timeout(Duration::from_secs(5))
+        .build()
+        .expect("classic store");
+    Fixture {
+        name: "twemproxy",
+        store: Arc::new(store),
+        clock: ManualClock::from_unix_secs(T0),
+        server: None,
+        proxy: Some(proxy),
     }
 }
 
@@ -99,9 +131,15 @@ pub async fn independent_clients(
 }
 
 /// Every store, each with a fresh clock at [`T0`]: embedded, memcached
-/// over the meta protocol, and memcached over the classic protocol.
+/// over the meta protocol, memcached over the classic protocol, and three
+/// memcached behind twemproxy over the classic protocol.
 pub async fn fixtures() -> Vec<Fixture> {
-    vec![memory(), memcached().await, classic().await]
+    vec![
+        memory(),
+        memcached().await,
+        classic().await,
+        twemproxy().await,
+    ]
 }
 
 /// A client id unique to this call, so tests sharing a memcached never
