@@ -1,5 +1,6 @@
 //! Exactness of the compare-and-swap algorithms under contention on a real
-//! memcached: 4 independent store clients × 64 tasks hit one client key,
+//! memcached, and through twemproxy over the classic protocol: 4
+//! independent store clients × 64 tasks hit one client key,
 //! and over several refill periods the token bucket, GCRA and the sliding
 //! log each admit exactly what the quota allows, never more.
 
@@ -9,10 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::memcached::Memcached;
-use common::{unique_client, T0};
+use common::{unique_client, Fleet, T0};
+use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{
-    CasPolicy, Error, Gcra, ManualClock, MemcachedStore, RateLimiter, SlidingLog, TokenBucket,
+    CasPolicy, Error, Gcra, ManualClock, RateLimiter, SlidingLog, TokenBucket,
 };
 
 const CLIENTS: usize = 4;
@@ -98,29 +99,32 @@ fn policy() -> CasPolicy {
 async fn exactness<L: RateLimiter + 'static>(
     name: &str,
     rounds: [(u64, usize); 4],
-    build: impl Fn(Arc<MemcachedStore>, &ManualClock) -> L,
+    build: impl Fn(Arc<dyn Store>, &ManualClock) -> L,
     conflicts: fn(&L) -> u64,
 ) {
-    let server = Memcached::start();
-    let clock = ManualClock::from_unix_secs(T0);
-    let typed: Vec<Arc<L>> = common::independent_clients(&server, CLIENTS)
-        .await
-        .into_iter()
-        .map(|store| Arc::new(build(store, &clock)))
-        .collect();
-    let limiters = typed
-        .iter()
-        .map(|l| l.clone() as Arc<dyn RateLimiter>)
-        .collect();
-    let total = move || typed.iter().map(|l| conflicts(l)).sum();
-    check_rounds(name, &clock, limiters, total, rounds).await;
+    for fleet in Fleet::both() {
+        let clock = ManualClock::from_unix_secs(T0);
+        let typed: Vec<Arc<L>> = fleet
+            .stores(CLIENTS)
+            .await
+            .into_iter()
+            .map(|store| Arc::new(build(store, &clock)))
+            .collect();
+        let limiters = typed
+            .iter()
+            .map(|l| l.clone() as Arc<dyn RateLimiter>)
+            .collect();
+        let total = move || typed.iter().map(|l| conflicts(l)).sum();
+        let name = format!("{name} on {}", fleet.name());
+        check_rounds(&name, &clock, limiters, total, rounds).await;
+    }
 }
 
 /// The limiters' shared settings: many attempts and a long deadline, so
 /// contention shows as conflicts, not as errors.
 macro_rules! contended {
     ($ty:ident) => {
-        |store: Arc<MemcachedStore>, clock: &ManualClock| {
+        |store: Arc<dyn Store>, clock: &ManualClock| {
             common::patient($ty::builder("50/minute".parse().unwrap(), store))
                 .clock(clock.clone())
                 .cas_policy(policy())

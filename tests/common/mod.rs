@@ -130,6 +130,57 @@ pub async fn independent_clients(
     stores
 }
 
+/// Where the exactness races run: one memcached over the meta protocol,
+/// or three behind twemproxy over the classic protocol.
+pub enum Fleet {
+    /// One memcached, spoken to over the meta protocol.
+    Meta(memcached::Memcached),
+    /// Twemproxy in front of three memcached, over the classic protocol.
+    Twemproxy(twemproxy::Twemproxy),
+}
+
+impl Fleet {
+    /// Both fleets, started.
+    pub fn both() -> Vec<Fleet> {
+        vec![
+            Fleet::Meta(memcached::Memcached::start()),
+            Fleet::Twemproxy(twemproxy::Twemproxy::start(3)),
+        ]
+    }
+
+    /// The fleet's name in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Fleet::Meta(_) => "memcached (meta)",
+            Fleet::Twemproxy(_) => "twemproxy (classic)",
+        }
+    }
+
+    /// `count` independent store clients, each with its own connections,
+    /// as separate service instances would have, with an I/O timeout (5 s)
+    /// a busy test machine does not reach.
+    pub async fn stores(&self, count: usize) -> Vec<Arc<dyn Store>> {
+        match self {
+            Fleet::Meta(server) => independent_clients(server, count)
+                .await
+                .into_iter()
+                .map(|store| store as Arc<dyn Store>)
+                .collect(),
+            Fleet::Twemproxy(proxy) => (0..count)
+                .map(|_| {
+                    Arc::new(
+                        ClassicStore::builder()
+                            .server(proxy.address())
+                            .io_timeout(Duration::from_secs(5))
+                            .build()
+                            .expect("classic store"),
+                    ) as Arc<dyn Store>
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Every store, each with a fresh clock at [`T0`]: embedded, memcached
 /// over the meta protocol, memcached over the classic protocol, and three
 /// memcached behind twemproxy over the classic protocol.
