@@ -1,6 +1,7 @@
 //! The memcached store, on the `memcache` crate's async meta-protocol client.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -9,7 +10,9 @@ use memcache::exp::{
     Op, OpResult, Set, Ttl,
 };
 
+use super::classic::ClassicStore;
 use super::pipeline::{Pipeline, PipelineStats};
+use super::protocol::{detect, Protocol};
 use super::router::ClientRouter;
 use super::{
     check_key, check_value, parse_counter, ttl_secs, Counters, PutCondition, PutOutcome, Store,
@@ -62,6 +65,9 @@ pub struct MemcachedStore {
     servers: Vec<String>,
     /// `None` when pipelining is off.
     pipeline: Option<Pipeline>,
+    /// Every call goes here instead when the store speaks the classic
+    /// protocol.
+    classic: Option<Arc<ClassicStore>>,
 }
 
 /// Configures a [`MemcachedStore`].
@@ -74,6 +80,7 @@ pub struct MemcachedStoreBuilder {
     max_connections: Option<usize>,
     pipelining: bool,
     pipeline_depth: usize,
+    protocol: Protocol,
 }
 
 impl Default for MemcachedStoreBuilder {
@@ -86,6 +93,7 @@ impl Default for MemcachedStoreBuilder {
             max_connections: None,
             pipelining: true,
             pipeline_depth: DEFAULT_PIPELINE_DEPTH,
+            protocol: Protocol::Meta,
         }
     }
 }
@@ -154,8 +162,18 @@ impl MemcachedStoreBuilder {
         self
     }
 
+    /// The protocol to speak (default [`Protocol::Meta`]); see
+    /// [`Protocol`] for which to use when. [`Protocol::Detect`] asks the
+    /// first server when the store is built.
+    #[must_use]
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
     /// Validates the configuration and resolves the addresses. Nothing is
-    /// dialed yet; see [`MemcachedStore::ping`].
+    /// dialed yet (but for [`Protocol::Detect`], which asks the first
+    /// server); see [`MemcachedStore::ping`].
     pub async fn build(self) -> Result<MemcachedStore, StoreError> {
         let config = |reason: String| StoreError::new(StoreErrorKind::Config, reason);
         if self.servers.is_empty() {
@@ -201,10 +219,28 @@ impl MemcachedStoreBuilder {
                 .min(self.max_connections.unwrap_or(usize::MAX));
             Pipeline::new(client.clone(), self.servers.clone(), depth)
         });
+        let protocol = match self.protocol {
+            Protocol::Detect => {
+                detect(&self.servers[0], self.connect_timeout + self.io_timeout).await?
+            }
+            chosen => chosen,
+        };
+        let classic = match protocol {
+            Protocol::Classic => Some(Arc::new(
+                ClassicStore::builder()
+                    .servers(self.servers.iter().cloned())
+                    .connect_timeout(self.connect_timeout)
+                    .io_timeout(self.io_timeout)
+                    .max_idle(self.max_idle)
+                    .build()?,
+            )),
+            _ => None,
+        };
         Ok(MemcachedStore {
             client,
             servers: self.servers,
-            pipeline,
+            pipeline: pipeline.filter(|_| classic.is_none()),
+            classic,
         })
     }
 }
@@ -234,7 +270,19 @@ impl MemcachedStore {
 
     /// Checks that every server answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.ping().await;
+        }
         self.client.noop().await.map_err(to_store_error)
+    }
+
+    /// The protocol the store speaks: [`Protocol::Meta`] or
+    /// [`Protocol::Classic`], as chosen or detected.
+    pub fn protocol(&self) -> Protocol {
+        match self.classic {
+            Some(_) => Protocol::Classic,
+            None => Protocol::Meta,
+        }
     }
 
     /// Whether calls are auto-pipelined.
@@ -300,6 +348,7 @@ impl fmt::Debug for MemcachedStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemcachedStore")
             .field("servers", &self.servers)
+            .field("protocol", &self.protocol())
             .field("pipelining", &self.is_pipelining())
             .finish()
     }
@@ -379,6 +428,9 @@ impl Store for MemcachedStore {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.increment(key, delta, ttl, also_read).await;
+        }
         check_key(key)?;
         for read in also_read {
             check_key(read)?;
@@ -420,6 +472,9 @@ impl Store for MemcachedStore {
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.decrement(key, delta).await;
+        }
         check_key(key)?;
         let decrement = Arithmetic::new(key).decrement().delta(delta);
         let results = self.exchange(key, &[], vec![decrement.into()]).await?;
@@ -433,6 +488,9 @@ impl Store for MemcachedStore {
     }
 
     async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.get_counters(keys).await;
+        }
         let Some((first, rest)) = keys.split_first() else {
             return Ok(Vec::new());
         };
@@ -448,6 +506,9 @@ impl Store for MemcachedStore {
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.get(key).await;
+        }
         check_key(key)?;
         let read = Get::new(key).meta(Meta::NONE.cas());
         let results = self.exchange(key, &[], vec![read.into()]).await?;
@@ -473,6 +534,9 @@ impl Store for MemcachedStore {
         ttl: Duration,
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.put(key, value, ttl, condition).await;
+        }
         check_key(key)?;
         check_value(value)?;
         let secs = u32::try_from(ttl_secs(ttl)).unwrap_or(u32::MAX);
@@ -493,6 +557,9 @@ impl Store for MemcachedStore {
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+        if let Some(classic) = &self.classic {
+            return classic.delete(keys).await;
+        }
         let Some((first, rest)) = keys.split_first() else {
             return Ok(0);
         };

@@ -41,6 +41,7 @@ mod immediate;
 mod memcached;
 mod memory;
 mod pipeline;
+mod protocol;
 mod router;
 
 use std::fmt;
@@ -56,6 +57,7 @@ pub use immediate::{ImmediateStore, UpdateStep};
 pub use memcached::{MemcachedStore, MemcachedStoreBuilder};
 pub use memory::MemoryStore;
 pub use pipeline::PipelineStats;
+pub use protocol::Protocol;
 pub use router::ClientRouter;
 
 /// A counter after an increment, and the counters read beside it.

@@ -159,6 +159,25 @@ impl ClassicStore {
         &self.servers[self.home(key)]
     }
 
+    /// Checks that every server answers (`version`).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        for server in 0..self.servers.len() {
+            self.with_connection(server, false, |mut connection| async move {
+                connection.send(b"version\r\n").await?;
+                let line = connection.line().await?;
+                if !line.starts_with(b"VERSION ") {
+                    return Err(protocol(format!(
+                        "unexpected reply to version: {:?}",
+                        String::from_utf8_lossy(&line)
+                    )));
+                }
+                Ok((connection, ()))
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
     fn home(&self, key: &[u8]) -> usize {
         match self.servers.len() {
             1 => 0,
