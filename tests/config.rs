@@ -9,6 +9,7 @@ use std::time::Duration;
 use common::memcached::Memcached;
 use common::unique_client;
 use memcache_ratelimit::config::Config;
+use memcache_ratelimit::store::Protocol;
 use memcache_ratelimit::{Algorithm, Quota, RateLimiter};
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -32,6 +33,7 @@ fn the_example_file_parses_into_typed_values() {
     let memcached = config.memcached();
     assert_eq!(memcached.io_timeout, Some(Duration::from_secs(1)));
     assert_eq!(memcached.max_connections, Some(64));
+    assert_eq!(memcached.protocol, Protocol::Meta);
 }
 
 #[test]
@@ -76,6 +78,7 @@ fn every_mistake_names_its_field() {
             "memcached.max_connections",
         ),
         ("[memcached]\npool = 3", "memcached.pool"),
+        ("[memcached]\nprotocol = \"binary\"", "memcached.protocol"),
         ("[plans]\npro = \"lots\"", "plans.pro"),
         (
             "[plans]\n\"not a token\" = \"1/second\"",
@@ -125,6 +128,7 @@ fn the_environment_overrides_the_file_and_is_named_in_errors() {
             ),
             ("MEMCACHE_RATELIMIT_FAILURE_POLICY", "fallback"),
             ("MEMCACHE_RATELIMIT_FALLBACK_SHARE", "0.5"),
+            ("MEMCACHE_RATELIMIT_PROTOCOL", "classic"),
             ("PATH", "/usr/bin"),
         ]),
     )
@@ -135,6 +139,7 @@ fn the_environment_overrides_the_file_and_is_named_in_errors() {
         Algorithm::Gcra { burst: Some(3) }
     );
     assert_eq!(config.servers(), ["10.0.0.1:11211", "10.0.0.2:11211"]);
+    assert_eq!(config.memcached().protocol, Protocol::Classic);
 
     let failing = |pairs: &[(&str, &str)]| {
         Config::from_toml_with_env(text, env(pairs))

@@ -34,6 +34,7 @@ pub(super) struct Memcached {
     pub(super) connect_timeout: Option<String>,
     pub(super) io_timeout: Option<String>,
     pub(super) max_connections: Option<usize>,
+    pub(super) protocol: Option<String>,
 }
 
 /// The prefix of every environment variable the configuration reads.
@@ -101,6 +102,10 @@ impl Written {
                 "DEADLINE" => set(&mut file.deadline, value, "deadline"),
                 "MAX_CLOCK_SKEW" => set(&mut file.max_clock_skew, value, "max_clock_skew"),
                 "DENIED_REQUESTS" => set(&mut file.denied_requests, value, "denied_requests"),
+                "PROTOCOL" => {
+                    let table = file.memcached.get_or_insert_with(Default::default);
+                    set(&mut table.protocol, value, "memcached.protocol")
+                }
                 "SUB_WINDOWS" => {
                     let n = u32::try_from(number(&value)?).map_err(|_| {
                         ConfigError::new(name.clone(), format!("{value} is too large"))

@@ -24,6 +24,7 @@
 //! connect_timeout = "1s"
 //! io_timeout = "1s"
 //! max_connections = 64
+//! protocol = "meta"             # classic for twemproxy, mcrouter, memcached < 1.6; or detect
 //!
 //! [plans]                        # quotas by plan, for a DynamicLimiter
 //! free = "100/hour"
@@ -33,7 +34,7 @@
 //! Environment variables `MEMCACHE_RATELIMIT_SERVERS` (comma-separated),
 //! `_NAMESPACE`, `_QUOTA`, `_ALGORITHM`, `_SUB_WINDOWS`, `_CAPACITY`,
 //! `_BURST`, `_FAILURE_POLICY`, `_FALLBACK_SHARE`, `_DEADLINE`,
-//! `_MAX_CLOCK_SKEW` and `_DENIED_REQUESTS` override the file;
+//! `_MAX_CLOCK_SKEW`, `_DENIED_REQUESTS` and `_PROTOCOL` override the file;
 //! `MEMCACHE_RATELIMIT_CONFIG` names the file for [`Config::load`].
 
 mod file;
@@ -51,7 +52,7 @@ use crate::error::{ConfigError, StoreError};
 use crate::limiter::RateLimiter;
 use crate::quota::Quota;
 use crate::spec::LimiterSpec;
-use crate::store::{MemcachedStore, MemoryStore, Store};
+use crate::store::{MemcachedStore, MemoryStore, Protocol, Store};
 
 /// A whole configuration, parsed and checked; see the
 /// [module documentation](self) for the format.
@@ -100,6 +101,9 @@ pub struct MemcachedOptions {
     pub io_timeout: Option<Duration>,
     /// The most connections per server.
     pub max_connections: Option<usize>,
+    /// The protocol: `meta` (default), `classic` (twemproxy, mcrouter,
+    /// memcached before 1.6) or `detect`; see [`Protocol`].
+    pub protocol: Protocol,
 }
 
 impl Config {
@@ -192,6 +196,7 @@ impl Config {
         if let Some(connections) = options.max_connections {
             builder = builder.max_connections(connections);
         }
+        builder = builder.protocol(options.protocol);
         Ok(Some(Arc::new(builder.build().await?)))
     }
 

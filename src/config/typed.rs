@@ -12,7 +12,7 @@ use crate::headers::HeaderPolicy;
 use crate::limiter::DeniedRequests;
 use crate::quota::Quota;
 use crate::spec::{Algorithm, LimiterSpec};
-use crate::store::MemoryStore;
+use crate::store::{MemoryStore, Protocol};
 
 /// The quota when none is given.
 const DEFAULT_QUOTA: &str = "100/minute";
@@ -90,6 +90,17 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
                 .as_deref()
                 .map(|text| duration(&written, "memcached.io_timeout", text))
                 .transpose()?,
+            protocol: match table.protocol.as_deref() {
+                None | Some("meta") => Protocol::Meta,
+                Some("classic") => Protocol::Classic,
+                Some("detect") => Protocol::Detect,
+                Some(other) => {
+                    return Err(written.error(
+                        "memcached.protocol",
+                        format!("{other:?} is not one of meta, classic, detect"),
+                    ))
+                }
+            },
             max_connections: match table.max_connections {
                 Some(0) => {
                     return Err(
