@@ -15,6 +15,7 @@ mod reply;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -107,6 +108,7 @@ impl ClassicStoreBuilder {
             io_timeout: self.io_timeout,
             connect_timeout: self.connect_timeout,
             max_idle: self.max_idle,
+            round_trips: AtomicU64::new(0),
         })
     }
 }
@@ -136,6 +138,8 @@ pub struct ClassicStore {
     io_timeout: Duration,
     connect_timeout: Duration,
     max_idle: usize,
+    /// Writes sent, each followed by reading its replies.
+    round_trips: AtomicU64,
 }
 
 impl ClassicStore {
@@ -154,6 +158,18 @@ impl ClassicStore {
         &self.servers
     }
 
+    /// Round trips made so far: writes sent, each followed by reading its
+    /// replies. A window decision is 1, plus 1 or 2 when it creates its
+    /// counter (`add`, and `incr` again if another process created it
+    /// first).
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    fn sent(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The server that holds `key`.
     pub fn server_for(&self, key: &[u8]) -> &str {
         &self.servers[self.home(key)]
@@ -163,6 +179,7 @@ impl ClassicStore {
     pub async fn ping(&self) -> Result<(), StoreError> {
         for server in 0..self.servers.len() {
             self.with_connection(server, false, |mut connection| async move {
+                self.sent();
                 connection.send(b"version\r\n").await?;
                 let line = connection.line().await?;
                 if !line.starts_with(b"VERSION ") {
@@ -251,7 +268,10 @@ impl ClassicStore {
         get_command(&mut request, b"get", keys);
         let items = self
             .with_connection(server, false, |mut connection| async move {
-                connection.send(&request).await?;
+                {
+                    self.sent();
+                    connection.send(&request).await?;
+                }
                 let items = reply::items(&mut connection).await?;
                 Ok((connection, items))
             })
@@ -303,7 +323,10 @@ impl Store for ClassicStore {
         let ttl = ttl_secs(ttl);
         let (value, items) = self
             .with_connection(server, true, |mut connection| async move {
-                connection.send(&request).await?;
+                {
+                    self.sent();
+                    connection.send(&request).await?;
+                }
                 let incremented = reply::arithmetic(&mut connection).await;
                 // The reads' replies follow whatever the increment answered.
                 let items = match reads.is_empty() {
@@ -316,6 +339,7 @@ impl Store for ClassicStore {
                     rounds += 1;
                     let mut add = Vec::new();
                     reply::storage(&mut add, b"add", key, ttl, delta_text.as_bytes(), None);
+                    self.sent();
                     connection.send(&add).await?;
                     if reply::stored(&mut connection).await? {
                         value = Some(delta);
@@ -323,6 +347,7 @@ impl Store for ClassicStore {
                         // Another process created it first: add to theirs.
                         let mut again = Vec::new();
                         reply::command(&mut again, &[b"incr", key, delta_text.as_bytes()]);
+                        self.sent();
                         connection.send(&again).await?;
                         value = reply::arithmetic(&mut connection).await?;
                     }
@@ -358,7 +383,10 @@ impl Store for ClassicStore {
         let mut request = Vec::new();
         reply::command(&mut request, &[b"decr", key, delta.as_bytes()]);
         self.with_connection(self.home(key), true, |mut connection| async move {
-            connection.send(&request).await?;
+            {
+                self.sent();
+                connection.send(&request).await?;
+            }
             let value = reply::arithmetic(&mut connection).await?;
             Ok((connection, value))
         })
@@ -386,7 +414,10 @@ impl Store for ClassicStore {
         get_command(&mut request, b"gets", &[key]);
         let mut items = self
             .with_connection(self.home(key), false, |mut connection| async move {
-                connection.send(&request).await?;
+                {
+                    self.sent();
+                    connection.send(&request).await?;
+                }
                 let items = reply::items(&mut connection).await?;
                 Ok((connection, items))
             })
@@ -423,7 +454,10 @@ impl Store for ClassicStore {
         }
         let stored = self
             .with_connection(self.home(key), true, |mut connection| async move {
-                connection.send(&request).await?;
+                {
+                    self.sent();
+                    connection.send(&request).await?;
+                }
                 let stored = reply::stored(&mut connection).await?;
                 Ok((connection, stored))
             })
@@ -447,7 +481,10 @@ impl Store for ClassicStore {
             let count = group.len();
             deleted += self
                 .with_connection(server, true, |mut connection| async move {
-                    connection.send(&request).await?;
+                    {
+                        self.sent();
+                        connection.send(&request).await?;
+                    }
                     let mut existed = 0;
                     for _ in 0..count {
                         existed += usize::from(reply::deleted(&mut connection).await?);
