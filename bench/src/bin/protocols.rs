@@ -140,7 +140,7 @@ fn main() {
 
     println!("# Classic beside meta\n");
     println!(
-        "- memcached {} (`{}`), placement: {}",
+        "- {} (`{}`), placement: {}",
         memcached.version(),
         server::flags().join(" "),
         placement.how
