@@ -12,7 +12,7 @@ use crate::headers::HeaderPolicy;
 use crate::limiter::DeniedRequests;
 use crate::quota::Quota;
 use crate::spec::{Algorithm, LimiterSpec};
-use crate::store::{MemoryStore, Protocol};
+use crate::store::{is_host_port, MemoryStore, Protocol};
 
 /// The quota when none is given.
 const DEFAULT_QUOTA: &str = "100/minute";
@@ -224,11 +224,4 @@ fn failure_policy(written: &Written) -> Result<FailurePolicy, ConfigError> {
         ));
     }
     Ok(policy)
-}
-
-/// `host:port` with a port number.
-fn is_host_port(server: &str) -> bool {
-    server
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
 }

@@ -157,6 +157,13 @@ pub(crate) fn ttl_secs(ttl: Duration) -> u64 {
         .max(1)
 }
 
+/// `host:port`, with a port number: a server address as configured.
+pub(crate) fn is_host_port(server: &str) -> bool {
+    server
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+}
+
 pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
     if crate::key::is_valid_key(key) {
         Ok(())

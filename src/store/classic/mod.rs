@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use self::connection::{protocol, Connection};
 use super::router::ClientRouter;
 use super::{
-    check_key, check_value, parse_counter, ttl_secs, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    check_key, check_value, is_host_port, parse_counter, ttl_secs, Counters, PutCondition,
+    PutOutcome, Store, Versioned,
 };
 use crate::error::{StoreError, StoreErrorKind};
 
@@ -92,11 +92,7 @@ impl ClassicStoreBuilder {
                 "a classic store needs at least one server",
             ));
         }
-        if let Some(bad) = self.servers.iter().find(|server| {
-            !server
-                .rsplit_once(':')
-                .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
-        }) {
+        if let Some(bad) = self.servers.iter().find(|server| !is_host_port(server)) {
             return Err(StoreError::new(
                 StoreErrorKind::Config,
                 format!("{bad:?} is not host:port"),
@@ -494,5 +490,32 @@ impl Store for ClassicStore {
                 .await?;
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_without_servers_or_with_a_bad_address_is_rejected_when_built() {
+        let kind = |builder: ClassicStoreBuilder| builder.build().unwrap_err().kind();
+        assert_eq!(kind(ClassicStore::builder()), StoreErrorKind::Config);
+        for bad in ["localhost", ":11211", "host:port", "10.0.0.1:70000"] {
+            assert_eq!(
+                kind(ClassicStore::builder().server(bad)),
+                StoreErrorKind::Config,
+                "{bad}"
+            );
+        }
+        let store = ClassicStore::builder()
+            .servers(["10.0.0.1:11211", "10.0.0.2:11211"])
+            .build()
+            .unwrap();
+        // All the keys of one client on one server.
+        assert_eq!(
+            store.server_for(b"rl:alice_202611220107"),
+            store.server_for(b"rl:alice_202611220108-15s")
+        );
     }
 }
