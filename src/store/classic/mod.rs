@@ -1,14 +1,4 @@
-//! A memcached store over the classic text protocol (`incr`, `add`, `get`,
-//! `gets`, `cas`, `delete`), for what does not pass the meta protocol
-//! through: twemproxy (nutcracker), mcrouter, memcached before 1.6.
-//!
-//! Each call is one write of every command it needs, then the replies read
-//! in order, on a pooled connection of the key's server: the increment of
-//! a window decision and the reads of its older buckets go together. A
-//! missing counter costs more: `incr` answers `NOT_FOUND`, the store sends
-//! `add` with the delta and the lifetime, and if another process created
-//! the counter in between (`NOT_STORED`), `incr` again, so no count is
-//! lost.
+//! [`ClassicStore`]: memcached over the classic text protocol.
 
 mod connection;
 mod reply;
@@ -109,8 +99,17 @@ impl ClassicStoreBuilder {
     }
 }
 
-/// A memcached store over the classic text protocol; see the
-/// [module documentation](self).
+/// A memcached store over the classic text protocol (`incr`, `add`, `get`,
+/// `gets`, `cas`, `delete`), for what does not pass the meta protocol
+/// through: twemproxy (nutcracker), mcrouter, memcached before 1.6.
+///
+/// Each call is one write of every command it needs, then the replies
+/// read in order, on a pooled connection of the key's server: the
+/// increment of a window decision and the reads of its older buckets go
+/// together. A missing counter costs more: `incr` answers `NOT_FOUND`, the
+/// store sends `add` with the delta and the lifetime, and if another
+/// process created the counter in between (`NOT_STORED`), `incr` again, so
+/// no count is lost.
 ///
 /// ```no_run
 /// use memcache_ratelimit::store::ClassicStore;
