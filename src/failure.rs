@@ -298,6 +298,17 @@ impl Failures {
         );
     }
 
+    /// Counts and reports a counter at `key` that wrapped past 2^64 to
+    /// `value` and was read as a full window.
+    pub(crate) fn wrapped(&self, key: &[u8], value: u64) {
+        self.bump(REPAIRED);
+        tracing::warn!(
+            key = %String::from_utf8_lossy(key),
+            value,
+            "counter wrapped past 2^64; read as a full window and reset to the limit"
+        );
+    }
+
     /// Forgets `key` in the stand-in, if there is one.
     pub(crate) async fn reset(&self, key: &[u8]) {
         if let Policy::Fallback(local) = &self.policy {

@@ -151,7 +151,7 @@ pub use limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
     MAX_CLOCK_SKEW, MAX_DEADLINE,
 };
-pub use quota::{Quota, MAX_PERIOD, MIN_PERIOD};
+pub use quota::{Quota, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD};
 pub use spec::{Algorithm, LimiterSpec};
 pub use stats::LimiterStats;
 pub use store::{MemcachedStore, MemoryStore};

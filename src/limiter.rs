@@ -15,7 +15,7 @@ use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::failure::{scale_quota, FailurePolicy, Failures};
 use crate::key::KeySpace;
-use crate::quota::Quota;
+use crate::quota::{Quota, MAX_LIMIT};
 use crate::stats::LimiterStats;
 use crate::store::{MemoryStore, Store};
 
@@ -537,6 +537,15 @@ impl<A> LimiterBuilder<A> {
             return Err(ConfigError::new(
                 "deadline",
                 format!("{:?} is outside (0, {MAX_DEADLINE:?}]", self.deadline),
+            ));
+        }
+        if self.quota.limit() > MAX_LIMIT {
+            return Err(ConfigError::new(
+                "limit",
+                format!(
+                    "{} is more than MAX_LIMIT ({MAX_LIMIT}, 2^56), beyond which memcached's 64-bit counters could wrap",
+                    self.quota.limit()
+                ),
             ));
         }
         if self.max_clock_skew > MAX_CLOCK_SKEW {

@@ -12,6 +12,18 @@ pub const MIN_PERIOD: Duration = Duration::from_millis(1);
 /// The longest period a quota may have.
 pub const MAX_PERIOD: Duration = Duration::from_secs(366 * 24 * 3600);
 
+/// The largest limit a limiter accepts: 2^56 (about 7.2 × 10^16).
+///
+/// Memcached's counters are unsigned 64-bit and wrap at 2^64. A window
+/// counter holds at most the limit plus the costs of the requests still in
+/// flight (each at most the limit), or, when denied requests are counted,
+/// whatever a flood of them adds. Keeping limits (and so costs) at or below
+/// 2^56 leaves room for 256 requests of the largest cost above a full
+/// window before a counter could wrap; a wrap beyond that is detected and
+/// read as a full window. The builders refuse a larger limit with a
+/// [`ConfigError`] that names this bound.
+pub const MAX_LIMIT: u64 = 1 << 56;
+
 /// A limit of `limit` requests (or cost units) per `period`.
 ///
 /// The limit cannot be zero and the period is a whole number of

@@ -81,17 +81,22 @@ impl Buckets {
         index.saturating_mul(self.len_nanos)
     }
 
-    /// How much of its bucket has elapsed at `now_nanos`, in `[0, 1)`.
-    pub(crate) fn elapsed_fraction(&self, now_nanos: i64) -> f64 {
-        now_nanos.rem_euclid(self.len_nanos) as f64 / self.len_nanos as f64
+    /// How far into its bucket `now_nanos` is, in nanoseconds: in
+    /// `[0, len)`.
+    pub(crate) fn elapsed_nanos(&self, now_nanos: i64) -> u64 {
+        // `rem_euclid` of a positive length is never negative.
+        now_nanos.rem_euclid(self.len_nanos) as u64
     }
 
-    /// The time from `now_nanos` to a point `fraction` into bucket `index`,
-    /// rounded up to the microsecond (ignoring float noise far below it),
+    /// The length of a bucket in nanoseconds.
+    pub(crate) fn len_nanos(&self) -> u64 {
+        self.len_nanos as u64
+    }
+
+    /// The time from `now_nanos` to `offset_nanos` into bucket `index`,
     /// never negative.
-    pub(crate) fn until(&self, now_nanos: i64, index: i64, fraction: f64) -> Duration {
-        let offset_micros = (fraction * self.len_nanos as f64 / 1_000.0 - 1e-6).ceil();
-        let at = self.start(index) as i128 + (offset_micros.max(0.0) as i128) * 1_000;
+    pub(crate) fn until(&self, now_nanos: i64, index: i64, offset_nanos: u64) -> Duration {
+        let at = i128::from(self.start(index)) + i128::from(offset_nanos);
         let wait = (at - i128::from(now_nanos)).max(0);
         Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX))
     }
@@ -180,7 +185,7 @@ mod tests {
         let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
         let now = at("2026-11-22T07:10:23Z");
         assert_eq!(buckets.suffix(buckets.index(now)), "202611220710");
-        assert!((buckets.elapsed_fraction(now) - 23.0 / 60.0).abs() < 1e-12);
+        assert_eq!(buckets.elapsed_nanos(now), 23_000_000_000);
     }
 
     #[test]
@@ -240,6 +245,6 @@ mod tests {
     fn buckets_before_the_epoch_still_align() {
         let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
         assert_eq!(buckets.index(-1), -1);
-        assert!(buckets.elapsed_fraction(-1) > 0.99);
+        assert_eq!(buckets.elapsed_nanos(-1), buckets.len_nanos() - 1);
     }
 }

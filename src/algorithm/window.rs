@@ -3,19 +3,22 @@
 //! older buckets in the same round trip, the estimate, and the refund of a
 //! denied request.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use super::buckets::{unix_nanos, Buckets};
 use super::inspect::{InspectedKey, Inspection};
 use super::sealed::{SealedBucket, SealedCache};
-use super::window_math::{admits, verdict};
+use super::window_math::{admits, verdict, Position};
 use super::window_repair::{not_a_counter, repair};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::{ClientKey, KeyBuf};
 use crate::limiter::{timeout, DeniedRequests, Settings};
-use crate::store::ImmediateStore;
+use crate::error::StoreError;
+use crate::store::{parse_counter, ImmediateStore, PutCondition};
 
 /// How a decision calls its store.
 #[derive(Clone, Copy)]
@@ -128,7 +131,15 @@ impl WindowCounter {
             Ok(counters) => counters,
         };
 
-        counts[0] = counters.value;
+        // An increment of `cost` that lands below `cost` went past 2^64
+        // and wrapped: the counter is not a small count but a full one.
+        let wrapped = counters.value < cost;
+        counts[0] = if wrapped {
+            self.repair_wrap(call, &current, counters.value, ttl).await;
+            limit
+        } else {
+            counters.value
+        };
         for (&age, count) in read_ages.iter().zip(&counters.read) {
             counts[age] = count.unwrap_or(0);
         }
@@ -139,10 +150,10 @@ impl WindowCounter {
                 .collect();
             cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
-        let elapsed = self.buckets.elapsed_fraction(now);
-        let allowed = admits(&counts, elapsed, limit);
+        let allowed = admits(&counts, Position::of(&self.buckets, now), limit);
 
-        if !allowed && settings.denied == DeniedRequests::Refunded {
+        let allowed = allowed && !wrapped;
+        if !allowed && !wrapped && settings.denied == DeniedRequests::Refunded {
             counts[0] = counts[0].saturating_sub(cost);
             self.refund(call, &current, cost).await;
         }
@@ -192,6 +203,39 @@ impl WindowCounter {
             Some(Ok(_)) => {}
             Some(Err(error)) => tracing::warn!(%error, cost, "refund of a denied request failed"),
             None => tracing::warn!(cost, "refund of a denied request missed the deadline"),
+        }
+    }
+
+    /// Counts a counter that wrapped to `value` and sets it to the limit, a
+    /// full window, unless it has been set to something larger meanwhile
+    /// (compare-and-swap on the value read). Within what is left of the
+    /// deadline; a repair that fails is reported, and the next decision
+    /// that wraps it tries again.
+    async fn repair_wrap(&self, call: Call<'_>, key: &[u8], value: u64, ttl: Duration) {
+        let settings = &self.settings;
+        settings.failures.wrapped(key, value);
+        let limit = settings.quota.limit();
+        let store = settings.store.as_ref();
+        let work = async {
+            let Some(held) = store.get(key).await? else {
+                return Ok(());
+            };
+            if parse_counter(key, &held.value).is_ok_and(|count| count < limit) {
+                let full = limit.to_string();
+                store
+                    .put(key, full.as_bytes(), ttl, PutCondition::Version(held.version))
+                    .await?;
+            }
+            Ok::<_, StoreError>(())
+        };
+        let left = match call {
+            Call::Now(_) => settings.deadline,
+            Call::Waiting(started) => settings.deadline.saturating_sub(started.elapsed()),
+        };
+        match timeout(left, work).await {
+            Some(Ok(())) => {}
+            Some(Err(error)) => tracing::warn!(%error, "repair of a wrapped counter failed"),
+            None => tracing::warn!("repair of a wrapped counter missed the deadline"),
         }
     }
 

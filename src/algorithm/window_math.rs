@@ -31,30 +31,62 @@ pub(crate) struct Verdict {
     pub(crate) retry_after: Option<Duration>,
 }
 
-/// Comparisons allow this much floating-point slack per unit of limit, so
-/// that an estimate that is exactly at the limit on paper is at the limit.
-const EPSILON: f64 = 1e-9;
+/// Where a moment falls in its bucket: `into` nanoseconds of `len`.
+///
+/// Every comparison below is made on the estimate multiplied by `len`,
+/// in 128-bit integers, so it is exact at every limit a builder accepts:
+/// `counts[n] * (1 - into / len) <= room` is decided as
+/// `counts[n] * (len - into) <= room * len`. With sums of at most 2^64
+/// per bucket, a few dozen buckets and `len` below 2^55 (a year in
+/// nanoseconds), no product comes near 2^128.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Position {
+    pub(crate) into: u64,
+    pub(crate) len: u64,
+}
 
-/// The approximated count in the window ending `elapsed` into the current
-/// bucket.
-pub(crate) fn estimate(counts: &[u64], elapsed: f64) -> f64 {
-    match counts.split_last() {
-        None => 0.0,
-        Some((&only, [])) => only as f64,
-        Some((&oldest, newer)) => {
-            newer.iter().map(|&c| c as f64).sum::<f64>() + oldest as f64 * (1.0 - elapsed)
+impl Position {
+    /// The position of `now_nanos` in its bucket.
+    pub(crate) fn of(buckets: &Buckets, now_nanos: i64) -> Self {
+        Self {
+            into: buckets.elapsed_nanos(now_nanos),
+            len: buckets.len_nanos(),
         }
     }
 }
 
-fn fits(estimate: f64, limit: u64) -> bool {
-    estimate <= limit as f64 * (1.0 + EPSILON) + EPSILON
+/// The estimate times the bucket length, exactly.
+fn scaled_estimate(counts: &[u64], at: Position) -> u128 {
+    let len = u128::from(at.len);
+    match counts.split_last() {
+        None => 0,
+        Some((&only, [])) => u128::from(only) * len,
+        Some((&oldest, newer)) => {
+            let newer: u128 = newer.iter().map(|&c| u128::from(c)).sum();
+            newer
+                .saturating_mul(len)
+                .saturating_add(u128::from(oldest) * u128::from(at.len - at.into))
+        }
+    }
+}
+
+/// The approximated count in the window ending at `at`, for reports
+/// (decisions compare [`scaled_estimate`] instead).
+pub(crate) fn estimate(counts: &[u64], at: Position) -> f64 {
+    scaled_estimate(counts, at) as f64 / at.len as f64
 }
 
 /// Whether a request whose cost is already in `counts[0]` is within
-/// `limit`.
-pub(crate) fn admits(counts: &[u64], elapsed: f64, limit: u64) -> bool {
-    fits(estimate(counts, elapsed), limit)
+/// `limit`: the estimate is at most the limit, compared exactly.
+pub(crate) fn admits(counts: &[u64], at: Position, limit: u64) -> bool {
+    scaled_estimate(counts, at) <= u128::from(limit) * u128::from(at.len)
+}
+
+/// What is left of `limit` under the estimate, rounded down.
+fn remaining(counts: &[u64], at: Position, limit: u64) -> u64 {
+    let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled_estimate(counts, at));
+    // At most `limit`, so it fits.
+    u64::try_from(room / u128::from(at.len)).unwrap_or(limit)
 }
 
 /// The verdict for a request of `cost`, given `counts` as they stand once
@@ -68,13 +100,11 @@ pub(crate) fn verdict(
     cost: u64,
     limit: u64,
 ) -> Verdict {
-    let elapsed = buckets.elapsed_fraction(now_nanos);
-    let used = estimate(counts, elapsed);
-    let remaining = (limit as f64 - used + EPSILON).floor().max(0.0) as u64;
+    let at = Position::of(buckets, now_nanos);
     Verdict {
         allowed,
-        used,
-        remaining,
+        used: estimate(counts, at),
+        remaining: remaining(counts, at, limit),
         reset_after: reset_after(buckets, counts, now_nanos),
         retry_after: (!allowed).then(|| retry_after(buckets, counts, now_nanos, cost, limit)),
     }
@@ -90,14 +120,15 @@ fn reset_after(buckets: &Buckets, counts: &[u64], now_nanos: i64) -> Duration {
         Some(age) => buckets.until(
             now_nanos,
             index - age as i64 + i64::from(buckets.history()) + 1,
-            0.0,
+            0,
         ),
     }
 }
 
 /// The earliest time at which a request of `cost` would fit if nothing else
-/// arrives. The estimate only falls as time passes: within bucket `j` it is
-/// the sum of the newer buckets plus the oldest one's falling share, and at
+/// arrives, to the nanosecond, by the same exact comparison as [`admits`].
+/// The estimate only falls as time passes: within bucket `j` it is the sum
+/// of the newer buckets plus the oldest one's falling share, and at
 /// `history + 1` buckets from now it is zero, which a cost within the limit
 /// always fits.
 fn retry_after(
@@ -109,44 +140,45 @@ fn retry_after(
 ) -> Duration {
     let index = buckets.index(now_nanos);
     let history = buckets.history() as usize;
+    let at = Position::of(buckets, now_nanos);
+    let len = u128::from(at.len);
     // The count of the bucket `ahead` buckets from now minus `age`, where
     // future buckets are empty.
-    let count_at = |ahead: usize, age: usize| -> u64 {
+    let count_at = |ahead: usize, age: usize| -> u128 {
         age.checked_sub(ahead)
             .and_then(|back| counts.get(back))
-            .copied()
-            .unwrap_or(0)
+            .map_or(0, |&count| u128::from(count))
     };
     for ahead in 0..=history + 1 {
-        let from = if ahead == 0 {
-            buckets.elapsed_fraction(now_nanos)
-        } else {
-            0.0
-        };
+        let from = if ahead == 0 { at.into } else { 0 };
         let bucket = index + ahead as i64;
-        if history == 0 {
-            if fits((count_at(ahead, 0) + cost) as f64, limit) {
-                return buckets.until(now_nanos, bucket, from);
-            }
-            continue;
-        }
-        let newer: u64 = (0..history).map(|age| count_at(ahead, age)).sum();
-        let oldest = count_at(ahead, history) as f64;
-        let room = limit as f64 - (newer + cost) as f64;
-        if room < -EPSILON {
-            continue;
-        }
-        // oldest * (1 - f) <= room  <=>  f >= 1 - room / oldest
-        let needed = if oldest <= 0.0 {
-            0.0
+        let newer: u128 = (0..history).map(|age| count_at(ahead, age)).sum();
+        let oldest = if history == 0 {
+            0
         } else {
-            1.0 - room / oldest
+            count_at(ahead, history)
         };
-        if needed < 1.0 {
-            return buckets.until(now_nanos, bucket, needed.max(from));
+        let newer = if history == 0 {
+            count_at(ahead, 0)
+        } else {
+            newer
+        };
+        let Some(room) = u128::from(limit).checked_sub(newer + u128::from(cost)) else {
+            continue;
+        };
+        // oldest * (len - t) <= room * len  <=>  t >= len - room * len / oldest,
+        // with the division rounded down (t is whole nanoseconds).
+        let needed = match oldest {
+            0 => 0,
+            oldest => len.saturating_sub(room.saturating_mul(len) / oldest),
+        };
+        if needed < len {
+            // `needed` is below `len`, which is a u64.
+            let offset = u64::try_from(needed).unwrap_or(at.len).max(from);
+            return buckets.until(now_nanos, bucket, offset);
         }
     }
-    buckets.until(now_nanos, index + history as i64 + 2, 0.0)
+    buckets.until(now_nanos, index + history as i64 + 2, 0)
 }
 
 #[cfg(test)]
@@ -157,17 +189,29 @@ mod tests {
 
     #[test]
     fn weights_the_previous_minute_by_what_is_still_inside() {
+        let quarter = Position {
+            into: 15_000_000_000,
+            len: 60_000_000_000,
+        };
         // 42 requests in the previous minute, 18 in this one, 15 s in.
-        assert_eq!(estimate(&[18, 42], 0.25), 49.5);
+        assert_eq!(estimate(&[18, 42], quarter), 49.5);
         // Under constant load the approximation is exact.
-        assert_eq!(estimate(&[25, 100], 0.25), 100.0);
+        assert_eq!(estimate(&[25, 100], quarter), 100.0);
+        assert!(admits(&[25, 100], quarter, 100));
+        assert!(!admits(&[26, 100], quarter, 100));
     }
 
     #[test]
     fn sub_windows_weight_only_the_oldest() {
         // Four 15 s windows plus the partial oldest one, 5 s into the current.
         let counts = [1, 2, 3, 4, 30];
-        assert!((estimate(&counts, 1.0 / 3.0) - (10.0 + 20.0)).abs() < 1e-9);
+        let third = Position {
+            into: 5_000_000_000,
+            len: 15_000_000_000,
+        };
+        assert_eq!(estimate(&counts, third), 10.0 + 20.0);
+        assert!(admits(&counts, third, 30));
+        assert!(!admits(&counts, third, 29));
     }
 
     #[test]
@@ -200,9 +244,24 @@ mod tests {
         // 100 now: only once this minute weighs (1 - f) * 100 <= 99 next minute.
         let v = verdict(&buckets, &[100, 0], now, false, 1, 100);
         let wait = v.retry_after.unwrap();
-        assert!(
-            wait > Duration::from_secs(30) && wait <= Duration::from_millis(30_601),
-            "{wait:?}"
-        );
+        // 100 (1 - t / 60 s) <= 99  <=>  t >= 0.6 s
+        assert_eq!(wait, Duration::from_millis(30_600));
+    }
+
+    #[test]
+    fn the_comparison_is_exact_far_beyond_float_precision() {
+        let minute = Position {
+            into: 59_999_999_999,
+            len: 60_000_000_000,
+        };
+        let limit = (1 << 53) + 1;
+        // The limit now and 1 before, weighing 1 / 60e9: over the limit.
+        assert!(!admits(&[limit, 1], minute, limit));
+        assert!(admits(&[limit, 0], minute, limit));
+        assert!(admits(&[limit - 1, 1], minute, limit));
+        assert!(admits(&[limit], Position { into: 0, len: 1 }, limit));
+        assert!(!admits(&[limit + 1], Position { into: 0, len: 1 }, limit));
+        assert!(!admits(&[u64::MAX, u64::MAX], minute, u64::MAX));
+        assert!(admits(&[u64::MAX, 0], minute, u64::MAX));
     }
 }
