@@ -5,22 +5,36 @@
 //! 2026-11-22 01:07 UTC. The parts:
 //!
 //! - `namespace` is chosen by the operator and validated when a limiter is
-//!   built (1 to [`MAX_NAMESPACE_LEN`] printable ASCII bytes, no `#`).
+//!   built: printable ASCII without `#`, at most [`MAX_NAMESPACE_LEN`]
+//!   bytes as written into keys. It is written with `%` as `%25` and `:`
+//!   as `%3A`, so it never holds a `:` and the first `:` of a key ends it:
+//!   the namespace `api:login` is written `api%3Alogin`, and its client
+//!   `alice` never meets the client `login:alice` of the namespace `api`.
+//!   A namespace without `%` or `:` is written as it is.
 //! - `client` is the id itself when it is short and made of printable
 //!   ASCII other than `#`: readable keys for the common case. Any other id
 //!   (empty, spaces, CR/LF, control bytes, non-UTF-8, too long, or
 //!   containing `#`) becomes `#` followed by the hex SHA-256 of its bytes.
 //!   Raw ids never contain `#`, so a raw id and a hashed one never meet,
 //!   and SHA-256 keeps hashed ids apart.
-//! - `suffix` is written by the algorithm (a bucket's start time, for
-//!   example) and never contains `_`.
+//! - `suffix` is written by the algorithm and never contains `_`. It names
+//!   the limiter's identity: a window bucket's start time and, unless the
+//!   bucket is one minute long, its length (`202611220107`,
+//!   `20261122010715-15s`), so window limiters of one namespace that share
+//!   a bucket length share its counters (they count the same requests) and
+//!   any other length reads other keys; a compare-and-swap state names its
+//!   algorithm and parameters (`gcra-…`, `tb-…`, `log-…`, `hq-…`).
 //!
 //! So every key is at most [`MAX_KEY_LEN`] bytes of printable ASCII with no
 //! whitespace, nothing a client sends can inject a protocol command, and
-//! the client part of a key is recovered unambiguously as everything before
-//! the last `_`: two distinct ids never share a key. That same prefix is
-//! what the memcached store routes on ([`routing_prefix`]), so all the keys
-//! of one client live on one server.
+//! the encoding is injective: the namespace is everything before the first
+//! `:`, the suffix everything after the last `_`, and the client what lies
+//! between. Two distinct (namespace, client, suffix) triples never share a
+//! key. `<namespace>:<client>` is also what the memcached store routes on
+//! ([`routing_prefix`]), so all the keys of one client live on one server.
+//!
+//! Keys written before namespaces were escaped differ only for namespaces
+//! holding `%` or `:`; after an upgrade, their counters start afresh once.
 
 use std::fmt;
 
@@ -31,7 +45,8 @@ use crate::stack_text::StackText;
 
 /// The longest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
-/// The longest namespace a limiter accepts.
+/// The longest namespace a limiter accepts, in bytes as written into keys
+/// (`%` and `:` take three bytes each there).
 pub const MAX_NAMESPACE_LEN: usize = 64;
 /// Bytes kept free at the end of every key for `_<suffix>`.
 const SUFFIX_RESERVE: usize = 40;
@@ -52,29 +67,53 @@ const HASH_MARK: u8 = b'#';
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeySpace {
     namespace: String,
+    /// The namespace as written into keys: `%` and `:` escaped.
+    written: String,
 }
 
 impl KeySpace {
-    /// Validates `namespace`: 1 to [`MAX_NAMESPACE_LEN`] bytes of printable
-    /// ASCII (`!` to `~`), without `#`.
+    /// Validates `namespace`: printable ASCII (`!` to `~`) without `#`, 1
+    /// to [`MAX_NAMESPACE_LEN`] bytes long as written into keys, where `%`
+    /// and `:` are escaped as `%25` and `%3A`.
+    ///
+    /// ```
+    /// use memcache_ratelimit::KeySpace;
+    ///
+    /// // The separator in a namespace is escaped: no two namespaces meet.
+    /// let login = KeySpace::new("api:login")?;
+    /// assert_eq!(login.client(b"alice").as_str(), "api%3Alogin:alice");
+    /// assert_ne!(
+    ///     login.client(b"alice"),
+    ///     KeySpace::new("api")?.client(b"login:alice")
+    /// );
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
     pub fn new(namespace: impl Into<String>) -> Result<Self, ConfigError> {
         let namespace = namespace.into();
-        if namespace.is_empty() || namespace.len() > MAX_NAMESPACE_LEN {
-            return Err(ConfigError::new(
-                "namespace",
-                format!(
-                    "{namespace:?} must be 1 to {MAX_NAMESPACE_LEN} bytes long, not {}",
-                    namespace.len()
-                ),
-            ));
-        }
         if !namespace.bytes().all(is_raw_byte) {
             return Err(ConfigError::new(
                 "namespace",
                 format!("{namespace:?} may only hold printable ASCII other than '#' and space"),
             ));
         }
-        Ok(Self { namespace })
+        let mut written = String::with_capacity(namespace.len());
+        for c in namespace.chars() {
+            match c {
+                '%' => written.push_str("%25"),
+                ':' => written.push_str("%3A"),
+                c => written.push(c),
+            }
+        }
+        if namespace.is_empty() || written.len() > MAX_NAMESPACE_LEN {
+            return Err(ConfigError::new(
+                "namespace",
+                format!(
+                    "{namespace:?} must be 1 to {MAX_NAMESPACE_LEN} bytes long as written into keys ('%' and ':' take three bytes), not {}",
+                    written.len()
+                ),
+            ));
+        }
+        Ok(Self { namespace, written })
     }
 
     /// The namespace.
@@ -85,9 +124,9 @@ impl KeySpace {
     /// The key prefix of client `id`: `<namespace>:<client>`, at most
     /// `MAX_KEY_LEN - SUFFIX_RESERVE` bytes.
     pub fn client(&self, id: &[u8]) -> ClientKey {
-        let max_raw = MAX_KEY_LEN - self.namespace.len() - 2 - SUFFIX_RESERVE;
+        let max_raw = MAX_KEY_LEN - self.written.len() - 2 - SUFFIX_RESERVE;
         let mut prefix = KeyBuf::new();
-        prefix.push(self.namespace.as_bytes());
+        prefix.push(self.written.as_bytes());
         prefix.push(b":");
         if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
             prefix.push(id);
@@ -121,6 +160,7 @@ impl Default for KeySpace {
     fn default() -> Self {
         Self {
             namespace: "rl".to_owned(),
+            written: "rl".to_owned(),
         }
     }
 }
