@@ -19,10 +19,13 @@ use crate::quota::{Quota, MAX_LIMIT};
 use crate::stats::LimiterStats;
 use crate::store::{MemoryStore, Store};
 
-/// The default bound on one decision. memcached answers in well under a
-/// millisecond on a healthy network; a decision that has waited this long
-/// is better reported as a failure than left hanging for the client
-/// library's one-second timeout.
+/// The default bound on one decision: 100 ms. memcached answers in well
+/// under a millisecond on a healthy network; a decision that has waited
+/// this long is better reported as a failure (and decided by the failure
+/// policy) than left hanging for the store's own I/O timeout, which is
+/// longer (500 ms by default for
+/// [`MemcachedStore`](crate::MemcachedStore), see
+/// [`io_timeout`](crate::store::MemcachedStoreBuilder::io_timeout)).
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(100);
 /// The default bound on how far apart the clocks of the processes sharing a
 /// store are: hosts kept by NTP agree far better than this.

@@ -40,7 +40,8 @@ pub const MAX_SUB_WINDOWS: u32 = 600;
 /// `+c × (1 − elapsed)` (they all came at its start, already out of it), so
 /// smaller sub-windows bound it more tightly, at the price of `n + 1` keys
 /// read per decision (all in the same round trip; a client holds up to
-/// `n + 2` counters, since each lives one second past its last read).
+/// `n + 2` counters, since each lives past its last read by the allowed
+/// clock skew, at least one second, plus the deadline).
 ///
 /// ```
 /// use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, SlidingWindow};
