@@ -172,12 +172,7 @@ fn no_two_tuples_of_namespace_limiter_client_and_suffix_share_a_key() {
             assert_eq!(routing_prefix(&key), client.as_str().as_bytes());
             let owner = (namespace.clone(), id.clone(), identity);
             if let Some(other) = owners.insert(key.clone(), owner.clone()) {
-                assert_eq!(
-                    other,
-                    owner,
-                    "{} is shared",
-                    String::from_utf8_lossy(&key)
-                );
+                assert_eq!(other, owner, "{} is shared", String::from_utf8_lossy(&key));
             }
         }
     }

@@ -38,7 +38,13 @@ fn sliding(f: &Fixture, limit: u64, n: u32) -> SlidingWindow {
 }
 
 /// The limits the exactness is held to, up to the largest one accepted.
-const LIMITS: [u64; 5] = [1_000_000_000, 1_000_000_000_000, (1 << 53) + 1, MAX_LIMIT - 1, MAX_LIMIT];
+const LIMITS: [u64; 5] = [
+    1_000_000_000,
+    1_000_000_000_000,
+    (1 << 53) + 1,
+    MAX_LIMIT - 1,
+    MAX_LIMIT,
+];
 
 #[tokio::test]
 async fn fixed_window_does_not_admit_one_more_than_a_large_limit() {
@@ -67,7 +73,11 @@ async fn fixed_window_admits_a_large_limit_one_by_one_up_to_exactly_the_limit() 
         let limiter = fixed(&f, limit);
         let client = unique_client("fixed-large-steps");
         // All but three at once, then one at a time.
-        assert!(limiter.check_n(&client, limit - 3).await.unwrap().is_allowed());
+        assert!(limiter
+            .check_n(&client, limit - 3)
+            .await
+            .unwrap()
+            .is_allowed());
         let mut admitted = 0;
         for _ in 0..6 {
             admitted += u64::from(limiter.check(&client).await.unwrap().is_allowed());
@@ -86,7 +96,11 @@ async fn sliding_window_does_not_admit_a_fraction_over_its_estimate() {
         // this one but one.
         assert!(limiter.check_n(&client, 1).await.unwrap().is_allowed());
         f.clock.advance(MINUTE);
-        assert!(limiter.check_n(&client, limit - 1).await.unwrap().is_allowed());
+        assert!(limiter
+            .check_n(&client, limit - 1)
+            .await
+            .unwrap()
+            .is_allowed());
         // 1 ns before the minute ends, the old request still weighs
         // 1/60e9: the estimate of one more is limit + 1/60e9, over it.
         f.clock.advance(MINUTE - Duration::from_nanos(1));
@@ -146,7 +160,13 @@ async fn four_requests_of_half_the_counter_range_are_not_all_admitted() {
     let client = unique_client("half-range");
     let mut admitted = 0;
     for _ in 0..4 {
-        admitted += u64::from(limiter.check_n(&client, MAX_LIMIT).await.unwrap().is_allowed());
+        admitted += u64::from(
+            limiter
+                .check_n(&client, MAX_LIMIT)
+                .await
+                .unwrap()
+                .is_allowed(),
+        );
     }
     assert_eq!(admitted, 1);
 }
@@ -162,7 +182,11 @@ async fn a_wrapped_counter_is_read_as_a_full_window_and_repaired() {
                 .unwrap();
             let client = unique_client("wrapped");
             let at = chrono::DateTime::from_timestamp(T0, 0).unwrap();
-            let now = if f.real_time() { chrono::Utc::now() } else { at };
+            let now = if f.real_time() {
+                chrono::Utc::now()
+            } else {
+                at
+            };
             f.clock.set(now);
             let key = limiter.keys_at(&client, now).unwrap().remove(0);
             // Another writer (or 2^64 requests) left the counter one short

@@ -15,9 +15,9 @@ use super::window_math::{admits, verdict, Position};
 use super::window_repair::{not_a_counter, repair};
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::error::StoreError;
 use crate::key::{ClientKey, KeyBuf};
 use crate::limiter::{timeout, DeniedRequests, Settings};
-use crate::error::StoreError;
 use crate::store::{parse_counter, ImmediateStore, PutCondition};
 
 /// How a decision calls its store.
@@ -223,7 +223,12 @@ impl WindowCounter {
             if parse_counter(key, &held.value).is_ok_and(|count| count < limit) {
                 let full = limit.to_string();
                 store
-                    .put(key, full.as_bytes(), ttl, PutCondition::Version(held.version))
+                    .put(
+                        key,
+                        full.as_bytes(),
+                        ttl,
+                        PutCondition::Version(held.version),
+                    )
                     .await?;
             }
             Ok::<_, StoreError>(())
