@@ -168,6 +168,20 @@ impl LimiterSpec {
         self
     }
 
+    /// The failure policy (see [`LimiterBuilder::on_failure`]).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Algorithm, FailurePolicy, LimiterSpec};
+    ///
+    /// let spec = LimiterSpec::new(Algorithm::FixedWindow);
+    /// assert_eq!(spec.failure_policy(), FailurePolicy::Open);
+    /// let spec = spec.on_failure(FailurePolicy::Closed);
+    /// assert_eq!(spec.failure_policy(), FailurePolicy::Closed);
+    /// ```
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure
+    }
+
     /// See [`LimiterBuilder::cas_policy`]; used by the compare-and-swap
     /// algorithms and ignored by the windows.
     pub fn cas_policy(mut self, policy: CasPolicy) -> Self {

@@ -3,7 +3,8 @@
 //! - `inspect <client>`: a client's keys in the memcached fleet, the server
 //!   holding them, their values, and the current estimate;
 //! - `check <client>`: one real decision, for scripts (exit status 0
-//!   allowed, 1 denied, 2 error);
+//!   allowed by the store, 1 denied by the store, 2 an error or a decision
+//!   the failure policy made because the store failed);
 //! - `simulate`: every algorithm against an exact sliding window (the
 //!   `simulations` crate);
 //! - `bench`: decisions/s and latency against a local memcached (the
@@ -11,10 +12,14 @@
 //!
 //! The limiter is configured as a service configures it: `--config FILE`
 //! (or `MEMCACHE_RATELIMIT_CONFIG`), the `MEMCACHE_RATELIMIT_*` variables,
-//! then the flags below, each overriding the one before.
+//! then the flags below, each overriding the one before. Servers are
+//! required: without them only `check --embedded` runs, against an
+//! in-process store that nothing else shares.
 
+mod describe;
 mod limiter;
 mod report;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -34,15 +39,22 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show a client's keys, the server holding them, their values and the
-    /// current estimate, without counting anything.
+    /// current estimate, without counting anything. memcached servers are
+    /// required; exit status 2 on an error, with the failing server named.
     Inspect {
         #[command(flatten)]
         target: Target,
         /// The client id, as the service passes it to the limiter.
         client: String,
     },
-    /// Make one real decision for a client. Exit status: 0 allowed, 1
-    /// denied, 2 error.
+    /// Make one real decision for a client, and say which store made it.
+    ///
+    /// Exit status: 0 allowed by the store, 1 denied by the store, 2 an
+    /// error (the failing server named) or a decision made by the failure
+    /// policy because the store failed (the policy named): nothing was
+    /// checked then. memcached servers are required (--servers, `servers`
+    /// in the --config file, or MEMCACHE_RATELIMIT_SERVERS), unless
+    /// --embedded is given.
     Check {
         #[command(flatten)]
         target: Target,
@@ -54,6 +66,11 @@ enum Command {
         /// Print the decision as one JSON object.
         #[arg(long)]
         json: bool,
+        /// Without servers, decide against an embedded in-process store:
+        /// nothing is shared with any service, so this checks only the
+        /// configuration (the output says `store=embedded`).
+        #[arg(long)]
+        embedded: bool,
     },
     /// Run every algorithm on every workload against an exact sliding
     /// window (tables on stdout, CSV and SVG files written).
@@ -78,7 +95,14 @@ fn main() -> ExitCode {
             client,
             cost,
             json,
-        } => runtime.block_on(report::check(&target, client.as_bytes(), cost, json)),
+            embedded,
+        } => runtime.block_on(report::check(
+            &target,
+            client.as_bytes(),
+            cost,
+            json,
+            embedded,
+        )),
         Command::Simulate(args) => simulations::cli::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => {
             memcache_ratelimit_bench::matrix::run(args);

@@ -135,3 +135,175 @@ fn simulate_and_bench_are_entry_points() {
         );
     }
 }
+
+/// A loopback address nothing listens on: connections are refused.
+fn refused_address() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = listener.local_addr().expect("its address").to_string();
+    drop(listener);
+    address
+}
+
+fn all_output(output: &Output) -> String {
+    format!(
+        "{}{}",
+        stdout(output),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn does_not_say_allowed_when_every_server_is_down() {
+    let down = refused_address();
+    for (policy, share, named) in [
+        ("open", None, "failure policy open (allow)"),
+        ("closed", None, "failure policy closed (deny)"),
+        (
+            "fallback",
+            Some("0.5"),
+            "failure policy fallback (an in-process stand-in with a 0.5 share",
+        ),
+    ] {
+        for json in [false, true] {
+            let mut args = vec![
+                "check",
+                "--servers",
+                down.as_str(),
+                "--quota",
+                "3/minute",
+                "alice",
+            ];
+            if json {
+                args.push("--json");
+            }
+            let mut command = Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"));
+            command
+                .args(&args)
+                .env_remove("MEMCACHE_RATELIMIT_CONFIG")
+                .env("MEMCACHE_RATELIMIT_FAILURE_POLICY", policy);
+            if let Some(share) = share {
+                command.env("MEMCACHE_RATELIMIT_FALLBACK_SHARE", share);
+            }
+            let output = command.output().expect("the CLI runs");
+            let text = all_output(&output);
+            assert_eq!(output.status.code(), Some(2), "{policy}: {text}");
+            assert!(text.contains(named), "{policy}: {text}");
+            assert!(text.contains("not by the store"), "{policy}: {text}");
+            assert!(
+                text.contains(&format!("memcached {down} failed")),
+                "{policy}: {text}"
+            );
+        }
+    }
+
+    // Without a policy to decide, the error names the server too.
+    let output = Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
+        .args(["check", "--servers", down.as_str(), "alice"])
+        .env_remove("MEMCACHE_RATELIMIT_CONFIG")
+        .env("MEMCACHE_RATELIMIT_FAILURE_POLICY", "return_error")
+        .output()
+        .expect("the CLI runs");
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("memcached {down} failed")), "{text}");
+}
+
+#[test]
+fn a_hung_server_is_named_when_the_deadline_passes() {
+    // It accepts connections (the kernel's backlog) and never answers.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = hung.local_addr().expect("its address").to_string();
+    let output = cli(&["check", "--servers", address.as_str(), "alice"]);
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("failure policy open (allow)"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "memcached {address} did not answer within the deadline"
+        )),
+        "{text}"
+    );
+    drop(hung);
+}
+
+#[test]
+fn inspect_names_the_server_that_is_down() {
+    let down = refused_address();
+    let output = cli(&["inspect", "--servers", down.as_str(), "alice"]);
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains(&format!("memcached {down} failed")), "{text}");
+}
+
+#[test]
+fn does_not_check_silently_against_an_unshared_store_without_servers() {
+    let output = Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
+        .args(["check", "--quota", "3/minute", "alice"])
+        .env_remove("MEMCACHE_RATELIMIT_CONFIG")
+        .env_remove("MEMCACHE_RATELIMIT_SERVERS")
+        .output()
+        .expect("the CLI runs");
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    for hint in ["--servers", "MEMCACHE_RATELIMIT_SERVERS", "--config"] {
+        assert!(text.contains(hint), "{hint}: {text}");
+    }
+
+    // Asked for explicitly, the embedded store decides, and says what it is.
+    let output = Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
+        .args(["check", "--quota", "3/minute", "--embedded", "alice"])
+        .env_remove("MEMCACHE_RATELIMIT_CONFIG")
+        .env_remove("MEMCACHE_RATELIMIT_SERVERS")
+        .output()
+        .expect("the CLI runs");
+    let text = all_output(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        stdout(&output).contains("store=embedded (in-process, not shared)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_names_the_store_that_decided() {
+    let server = Memcached::start(&find_binary(), None);
+    let address = server.address();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--servers",
+            address.as_str(),
+            "--quota",
+            "1/minute",
+            "--namespace",
+            "named",
+        ];
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let store = format!("store=memcached servers={address} protocol=meta");
+
+    let allowed = run(&["alice"]);
+    assert_eq!(allowed.status.code(), Some(0), "{}", all_output(&allowed));
+    let text = stdout(&allowed);
+    assert!(text.starts_with("allowed=true "), "{text}");
+    assert!(text.contains("decided_by=store"), "{text}");
+    assert!(text.trim_end().ends_with(&store), "{text}");
+
+    let denied = run(&["alice"]);
+    assert_eq!(denied.status.code(), Some(1), "{}", all_output(&denied));
+    let text = stdout(&denied);
+    assert!(text.starts_with("allowed=false "), "{text}");
+    assert!(text.trim_end().ends_with(&store), "{text}");
+
+    let json = run(&["alice", "--json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let text = stdout(&json);
+    assert!(text.contains("\"decided_by\":\"store\""), "{text}");
+    assert!(
+        text.contains(&format!(
+            "\"store\":\"memcached\",\"servers\":[\"{address}\"],\"protocol\":\"meta\""
+        )),
+        "{text}"
+    );
+}
