@@ -139,4 +139,13 @@ impl Decision {
         self.under_failure = true;
         self
     }
+
+    /// The same decision for a request made `lead` earlier: its waits,
+    /// counted from the request's own time, are that much longer.
+    #[must_use]
+    pub(crate) fn delayed_by(mut self, lead: Duration) -> Self {
+        self.reset_after = self.reset_after.saturating_add(lead);
+        self.retry_after = self.retry_after.map(|retry| retry.saturating_add(lead));
+        self
+    }
 }

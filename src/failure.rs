@@ -117,10 +117,14 @@ pub struct FailureStats {
     /// Failures returned to the caller ([`FailurePolicy::ReturnError`], or
     /// a stand-in that failed too).
     pub returned: u64,
-    /// Window counters found holding something other than a count
-    /// (written over by another program, or an attack on the store) and
-    /// reset to zero, after which the store decided as usual. Not a
-    /// failure the policy absorbed: the decision is the store's.
+    /// Stored values found untrustworthy and repaired, after which the
+    /// store decided as usual: window counters holding something other
+    /// than a count (written over by another program, or an attack on the
+    /// store), reset to zero; compare-and-swap states that are not the
+    /// algorithm's state, replaced by a fresh one; and compare-and-swap
+    /// states beyond the policy's horizon (a time further ahead than any
+    /// writer's clock could be), clamped to it. Not a failure the policy
+    /// absorbed: the decision is the store's.
     pub repaired: u64,
 }
 
@@ -306,6 +310,18 @@ impl Failures {
             key = %String::from_utf8_lossy(key),
             value,
             "counter wrapped past 2^64; read as a full window and reset to the limit"
+        );
+    }
+
+    /// Counts and reports a compare-and-swap state at `key` that held
+    /// `held` and was repaired as `what` says.
+    pub(crate) fn repaired_state(&self, key: &[u8], held: &[u8], what: &str) {
+        self.bump(REPAIRED);
+        tracing::warn!(
+            key = %String::from_utf8_lossy(key),
+            held = %String::from_utf8_lossy(&held[..held.len().min(40)]),
+            reason = what,
+            "stored state repaired"
         );
     }
 

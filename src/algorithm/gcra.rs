@@ -34,13 +34,21 @@ use crate::store::Store;
 /// within `max_delay`: the slot is reserved at once and the caller waits
 /// until it comes, so requests leave at the permitted rate instead of being
 /// turned away. A request that would have to wait longer than `max_delay`
-/// is rejected at once and reserves nothing.
+/// is rejected at once and reserves nothing. A reservation waits at most
+/// one period of the quota: a longer `max_delay` counts as one period.
 ///
 /// **Strict mode** moves the TAT for denied requests too, at most `2·B·T`
 /// ahead, so a client that keeps sending stays denied until it slows down.
 ///
 /// **Timestamps**: an event older than the TAT's present sees the TAT
 /// further ahead of it, so it is judged more strictly, never more leniently.
+///
+/// **Stored state** is validated: a value that is not a number counts as a
+/// new client, and a TAT further ahead than any writer could have put it
+/// (the burst tolerance `B·T`, plus the longer of one period and `B·T`,
+/// plus the limiter's `max_clock_skew`) is clamped to that horizon; either
+/// repair is counted in [`FailureStats::repaired`](crate::FailureStats).
+/// No decision announces a wait beyond the horizon.
 ///
 /// ```
 /// use memcache_ratelimit::{Gcra, ManualClock, MemoryStore, RateLimiter};
@@ -228,6 +236,19 @@ impl GcraCore {
         }
     }
 
+    /// One period, in scaled units: the longest a reservation may wait.
+    fn period(&self) -> i128 {
+        self.interval.saturating_mul(self.limit)
+    }
+
+    /// The furthest ahead of its writer's time a TAT can be, in scaled
+    /// units: the burst tolerance, plus the longer of a reservation's
+    /// longest wait (one period) and a strict denial's extra tolerance.
+    pub(crate) fn horizon(&self) -> i128 {
+        let tolerance = i128::from(self.burst).saturating_mul(self.interval);
+        tolerance.saturating_add(tolerance.max(self.period()))
+    }
+
     /// Scaled units to a duration, rounded up.
     fn duration(&self, units: i128) -> Duration {
         if units <= 0 {
@@ -280,6 +301,19 @@ impl CasCore for GcraCore {
         std::str::from_utf8(bytes).ok()?.trim().parse().ok()
     }
 
+    /// A TAT further ahead of `now` than [`horizon`](GcraCore::horizon),
+    /// plus the skew, is clamped to that: no writer could have stored it.
+    fn repair(&self, tat: &mut i128, now: i64, skew: i64) -> bool {
+        let skew = i128::from(skew).saturating_mul(self.limit);
+        let latest = i128::from(now)
+            .saturating_mul(self.limit)
+            .saturating_add(self.horizon())
+            .saturating_add(skew);
+        let beyond = *tat > latest;
+        *tat = (*tat).min(latest);
+        beyond
+    }
+
     fn decide(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
         let now = i128::from(ask.now).saturating_mul(self.limit);
         let tolerance = i128::from(self.burst).saturating_mul(self.interval);
@@ -287,25 +321,38 @@ impl CasCore for GcraCore {
         let tat = state.copied().unwrap_or(now).max(now);
         let next = tat.saturating_add(cost);
         // How far past the burst tolerance this request would land.
-        let excess = next - now - tolerance;
-        let max_delay = (ask.max_delay.as_nanos() as i128).saturating_mul(self.limit);
+        let excess = next.saturating_sub(now).saturating_sub(tolerance);
+        // A reservation waits at most one period.
+        let max_delay = (ask.max_delay.as_nanos() as i128)
+            .saturating_mul(self.limit)
+            .min(self.period());
         let allowed = excess <= max_delay;
         let after = if allowed {
             next
         } else if ask.strict {
-            next.min(now.saturating_add(2 * tolerance))
+            // Never below the TAT: a strict denial takes, it never gives.
+            next.min(now.saturating_add(2 * tolerance)).max(tat)
         } else {
             tat
         };
-        let remaining = div(now + tolerance - after, self.interval).max(0) as u64;
-        let reset_after = self.duration(after - now);
+        let remaining = div(
+            now.saturating_add(tolerance).saturating_sub(after),
+            self.interval,
+        )
+        .max(0) as u64;
+        let reset_after = self.duration(after.saturating_sub(now));
         let decision = if allowed {
             Decision::allowed(self.burst, remaining, reset_after)
         } else {
-            let retry = self.duration(after + cost - tolerance - now);
+            let retry = self.duration(
+                after
+                    .saturating_add(cost)
+                    .saturating_sub(tolerance)
+                    .saturating_sub(now),
+            );
             Decision::denied(self.burst, remaining, reset_after, retry)
         }
-        .with_used(to_f64((after - now).max(0)) / to_f64(self.interval));
+        .with_used(to_f64(after.saturating_sub(now).max(0)) / to_f64(self.interval));
         Step {
             decision,
             delay: if allowed {

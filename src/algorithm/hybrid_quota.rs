@@ -87,7 +87,14 @@ const MAX_EXACT_LIMIT: u64 = 1 << 53;
 /// debt lasts only until the window ends.
 ///
 /// **Timestamps** ([`check_at`](crate::RateLimiter::check_at)): `now` is
-/// never before the stored `time`; an older event is decided as of `time`.
+/// never before the stored `time`; an older event is decided as of `time`,
+/// and its `retry_after` and `reset_after` count from its own time.
+///
+/// **Stored state** is validated: a value that is not a state (or a bucket
+/// outside `±q`) counts as a new client, and a `time` further ahead than
+/// the limiter's `max_clock_skew` is clamped to it; either repair is
+/// counted in [`FailureStats::repaired`](crate::FailureStats). No decision
+/// announces a wait longer than two windows plus the skew.
 ///
 /// ```
 /// use memcache_ratelimit::{HybridQuota, ManualClock, MemoryStore, RateLimiter};
@@ -359,7 +366,37 @@ impl CasCore for HybridQuotaCore {
         (sane && parts.next().is_none()).then_some(Client { mode, bucket, time })
     }
 
+    /// A time after `now` plus the skew is clamped to it: no writer's
+    /// clock could have been that far ahead.
+    fn repair(&self, client: &mut Client, now: i64, skew: i64) -> bool {
+        let latest = now.saturating_add(skew);
+        let beyond = client.time > latest;
+        client.time = client.time.min(latest);
+        beyond
+    }
+
     fn decide(&self, state: Option<&Client>, ask: Ask) -> Step<Client> {
+        let mut step = self.decide_from(state, ask);
+        // Waits count from the request's own time, even when the stored
+        // time is ahead of it.
+        if let Some(stored) = state {
+            let lead =
+                Duration::from_nanos(stored.time.saturating_sub(ask.now).max(0).unsigned_abs());
+            if !lead.is_zero() {
+                step.decision = step.decision.delayed_by(lead);
+                if let Some((_, ttl)) = &mut step.write {
+                    *ttl = ttl.saturating_add(lead);
+                }
+            }
+        }
+        step
+    }
+}
+
+impl HybridQuotaCore {
+    /// The decision as of the later of the request's time and the stored
+    /// time.
+    fn decide_from(&self, state: Option<&Client>, ask: Ask) -> Step<Client> {
         let quota = self.quota as f64;
         let cost = ask.cost as f64;
         let Some(&stored) = state else {
@@ -626,7 +663,12 @@ mod tests {
         let smooth = client(Mode::Smooth, 0.5, T0);
         let late = hq.decide(Some(&smooth), ask(1, T0 - SECOND));
         assert!(late.decision.is_denied());
-        assert_eq!(late.decision.retry_after(), Some(Duration::from_millis(50)));
+        // Counted from the event's own time: the second until the stored
+        // time, then 50 ms to earn the missing half token.
+        assert_eq!(
+            late.decision.retry_after(),
+            Some(Duration::from_millis(1_050))
+        );
         let bursty = client(Mode::Bursty, 3.0, T0);
         let step = hq.decide(Some(&bursty), ask(1, 0));
         assert_eq!(step.write.unwrap().0, client(Mode::Bursty, 2.0, T0));

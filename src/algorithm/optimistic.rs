@@ -97,6 +97,7 @@ use tokio::sync::oneshot;
 use super::inspect::{InspectedKey, Inspection};
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::failure::Failures;
 use crate::key::{KeyBuf, KeyHasher};
 use crate::limiter::{timeout, DeniedRequests, Settings};
 use crate::store::{ImmediateStore, PutCondition, PutOutcome, Store};
@@ -211,7 +212,9 @@ pub struct CasStats {
     /// member of a group that ran out counts.
     pub exhausted: u64,
     /// Stored values that could not be read as this algorithm's state and
-    /// were replaced.
+    /// were replaced. Each is also counted, with the states clamped to the
+    /// policy's horizon, in
+    /// [`FailureStats::repaired`](crate::FailureStats::repaired).
     pub replaced: u64,
     /// Requests decided in a group with at least one other request, sharing
     /// its read and write instead of racing it. Zero when requests for a
@@ -296,6 +299,12 @@ pub(crate) trait CasCore: Send + Sync + fmt::Debug + 'static {
     }
     /// `None` for bytes that are not this algorithm's state.
     fn decode(&self, bytes: &[u8]) -> Option<Self::State>;
+    /// Brings a decoded `state` back within what a writer could have
+    /// stored: one whose clock is at most `skew` nanoseconds ahead of
+    /// `now`, deciding by this algorithm's rules. Returns whether the state
+    /// had to change (a time beyond that horizon, from a clock far ahead or
+    /// from another program writing over the key).
+    fn repair(&self, state: &mut Self::State, now: i64, skew: i64) -> bool;
     fn decide(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State>;
 }
 
@@ -360,6 +369,11 @@ struct Engine<C> {
     /// Added to every lifetime the core gives a state it writes
     /// (`Settings::expiry_slack`).
     slack: Duration,
+    /// The limiter's allowed clock skew, in nanoseconds: how far ahead of
+    /// this process's clock a legitimate writer's may be.
+    skew: i64,
+    /// Where repaired states are counted and reported.
+    failures: Arc<Failures>,
     counters: Counters,
     queues: Queues,
 }
@@ -381,6 +395,8 @@ impl<C: CasCore> CasLimiter<C> {
             policy,
             deadline: settings.deadline,
             slack: settings.expiry_slack(),
+            skew: i64::try_from(settings.max_clock_skew.as_nanos()).unwrap_or(i64::MAX),
+            failures: settings.failures.clone(),
             counters: Counters::default(),
             queues: Queues::default(),
         });
@@ -501,30 +517,45 @@ impl<C: CasCore> Engine<C> {
         self.counters.bump(ATTEMPTS);
         let mut decided = None;
         store.update_now(key, &mut |current, next| {
-            let state = current.and_then(|bytes| {
-                let state = self.core.decode(bytes);
-                if state.is_none() {
-                    self.replaced(key);
-                }
-                state
-            });
+            let (state, repaired) = match current {
+                None => (None, false),
+                Some(bytes) => self.read(key, bytes, ask.now),
+            };
             let step = self.core.decide(state.as_ref(), ask);
             decided = Some((step.decision, step.delay));
-            let (state, ttl) = step.write?;
+            // A repaired state is written even by a decision that changes
+            // nothing, so the next one does not find the garbage again.
+            let (state, ttl) = match (step.write, state) {
+                (Some(write), _) => write,
+                (None, Some(state)) if repaired => (state, step.decision.reset_after()),
+                (None, _) => return None,
+            };
             self.core.encode_into(&state, next);
             Some(ttl + self.slack)
         })?;
         Ok(decided.expect("the step runs once"))
     }
 
-    /// Counts and reports a stored value that is not this algorithm's
-    /// state, which the next write replaces.
-    fn replaced(&self, key: &[u8]) {
-        self.counters.bump(REPLACED);
-        tracing::warn!(
-            key = %String::from_utf8_lossy(key),
-            "stored value is not this limiter's state; replacing it"
-        );
+    /// The state stored at `key` as `bytes`, validated for a decision at
+    /// `now`, and whether it was repaired. Bytes that are not this
+    /// algorithm's state give no state (a fresh client), counted in
+    /// [`CasStats::replaced`]; a state beyond what any writer could have
+    /// stored is clamped back to that horizon. Either way the repair is
+    /// counted in [`FailureStats::repaired`](crate::FailureStats) and
+    /// reported, and the decision writes the repaired state.
+    fn read(&self, key: &[u8], bytes: &[u8], now: i64) -> (Option<C::State>, bool) {
+        let Some(mut state) = self.core.decode(bytes) else {
+            self.counters.bump(REPLACED);
+            self.failures
+                .repaired_state(key, bytes, "not this limiter's state; replaced");
+            return (None, true);
+        };
+        if self.core.repair(&mut state, now, self.skew) {
+            self.failures
+                .repaired_state(key, bytes, "beyond the policy's horizon; clamped to it");
+            return (Some(state), true);
+        }
+        (Some(state), false)
     }
 
     /// Queues one request for `key` and waits for its answer, starting the
@@ -662,14 +693,13 @@ impl<C: CasCore> Engine<C> {
             if group.is_empty() {
                 return Ok(Vec::new());
             }
-            let (mut state, condition) = match &current {
-                None => (None, PutCondition::Absent),
+            // Repaired on the first member's time: the state is clamped to
+            // what a writer could have stored by then.
+            let (mut state, repaired, condition) = match &current {
+                None => (None, false, PutCondition::Absent),
                 Some(stored) => {
-                    let state = self.core.decode(&stored.value);
-                    if state.is_none() {
-                        self.replaced(key);
-                    }
-                    (state, PutCondition::Version(stored.version))
+                    let (state, repaired) = self.read(key, &stored.value, group[0].ask.now);
+                    (state, repaired, PutCondition::Version(stored.version))
                 }
             };
             // Each member on the state the one before it left, exactly as
@@ -684,6 +714,11 @@ impl<C: CasCore> Engine<C> {
                     ttl = Some(lifetime);
                 }
                 decided.push((step.decision, step.delay));
+            }
+            if repaired && ttl.is_none() {
+                // Nothing else changed it, but the repair is written all the
+                // same, so the next read does not find the garbage again.
+                ttl = decided.first().map(|(decision, _)| decision.reset_after());
             }
             let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
                 // Nothing changed: nothing to write, nothing to lose.
@@ -801,6 +836,12 @@ mod tests {
 
         fn decode(&self, bytes: &[u8]) -> Option<u64> {
             std::str::from_utf8(bytes).ok()?.parse().ok()
+        }
+
+        fn repair(&self, used: &mut u64, _now: i64, _skew: i64) -> bool {
+            let over = *used > self.limit;
+            *used = (*used).min(self.limit);
+            over
         }
 
         fn decide(&self, state: Option<&u64>, ask: Ask) -> Step<u64> {
@@ -1013,5 +1054,16 @@ mod tests {
             ),
             (6, 6, 0, 1)
         );
+        assert_eq!(limiter.settings.failures.stats().repaired, 1);
+        // A count beyond what the core allows is clamped, counted, and
+        // written back even though the denial changes nothing else.
+        store
+            .put(&key, b"99", Duration::from_secs(60), PutCondition::Always)
+            .await
+            .unwrap();
+        let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+        assert!(decision.is_denied());
+        assert_eq!(store.get(&key).await.unwrap().unwrap().value, b"10");
+        assert_eq!(limiter.settings.failures.stats().repaired, 2);
     }
 }

@@ -63,7 +63,14 @@ const VERSION: u8 = 1;
 /// **Timestamps** ([`check_at`](crate::RateLimiter::check_at)): time never
 /// runs backwards for a key. An event older than the newest recorded entry
 /// is decided, and recorded, as of that newest time, so the log stays
-/// sorted and replaying out of order can never free quota from the past.
+/// sorted and replaying out of order can never free quota from the past;
+/// its `retry_after` and `reset_after` count from its own time.
+///
+/// **Stored state** is validated: a value that is not a log (or holds more
+/// than `limit` entries) counts as a new client, and entries further ahead
+/// than the limiter's `max_clock_skew` are clamped to it; either repair is
+/// counted in [`FailureStats::repaired`](crate::FailureStats). No decision
+/// announces a wait longer than one period plus the skew.
 ///
 /// ```
 /// use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, SlidingLog};
@@ -301,6 +308,21 @@ impl CasCore for SlidingLogCore {
         Some(Log(entries))
     }
 
+    /// Entries after `now` plus the skew are clamped to it: no writer's
+    /// clock could have been that far ahead. The log stays sorted.
+    fn repair(&self, log: &mut Log, now: i64, skew: i64) -> bool {
+        let latest = now.saturating_add(skew);
+        let mut beyond = false;
+        for entry in log.0.iter_mut().rev() {
+            if *entry <= latest {
+                break;
+            }
+            *entry = latest;
+            beyond = true;
+        }
+        beyond
+    }
+
     fn decide(&self, state: Option<&Log>, ask: Ask) -> Step<Log> {
         let entries = state.map_or(&[][..], |log| &log.0[..]);
         // Time never runs backwards for a key: an older event is decided
@@ -326,15 +348,17 @@ impl CasCore for SlidingLogCore {
             live.to_vec()
         };
         let remaining = self.limit - after.len() as u64;
+        // Waits count from the request's own time, even when the log's
+        // newest entry is ahead of it.
         let reset_after = after
             .last()
-            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, now));
+            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, ask.now));
         let decision = if allowed {
             Decision::allowed(self.limit, remaining, reset_after)
         } else {
             // The oldest `excess` entries must leave for the cost to fit.
             let excess = (after.len() as u64 + ask.cost - self.limit) as usize;
-            let retry = self.until_gone(after[excess - 1], now);
+            let retry = self.until_gone(after[excess - 1], ask.now);
             Decision::denied(self.limit, remaining, reset_after, retry)
         }
         .with_used(after.len() as f64);
@@ -471,7 +495,8 @@ mod tests {
         let late = run(&log_core, &mut log, ask(1, 0, false));
         assert!(late.is_allowed());
         assert_eq!(log.as_ref().unwrap().0, vec![5 * SECOND, 5 * SECOND]);
-        assert_eq!(late.reset_after(), Duration::from_secs(1));
+        // Counted from the event's own time, 5 s before the entries.
+        assert_eq!(late.reset_after(), Duration::from_secs(6));
     }
 
     #[test]

@@ -45,7 +45,15 @@ const EPSILON: f64 = 1e-9;
 ///
 /// **Timestamps** ([`check_at`](crate::RateLimiter::check_at)): the state
 /// remembers when it was last updated, and an event older than that is
-/// decided as of that time: it earns no tokens and moves nothing back.
+/// decided as of that time: it earns no tokens and moves nothing back. Its
+/// `retry_after` and `reset_after` count from its own time.
+///
+/// **Stored state** is validated: a value that is not a bucket (or holds
+/// tokens outside `±capacity`) counts as a new client, and an update time
+/// further ahead than the limiter's `max_clock_skew` is clamped to it;
+/// either repair is counted in
+/// [`FailureStats::repaired`](crate::FailureStats). No decision announces a
+/// wait longer than a refill from `−capacity` to `capacity` plus the skew.
 ///
 /// ```
 /// use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, TokenBucket};
@@ -211,6 +219,15 @@ impl CasCore for TokenBucketCore {
         })
     }
 
+    /// An update time after `now` plus the skew is clamped to it: no
+    /// writer's clock could have been that far ahead.
+    fn repair(&self, bucket: &mut Bucket, now: i64, skew: i64) -> bool {
+        let latest = now.saturating_add(skew);
+        let beyond = bucket.updated > latest;
+        bucket.updated = bucket.updated.min(latest);
+        beyond
+    }
+
     fn decide(&self, state: Option<&Bucket>, ask: Ask) -> Step<Bucket> {
         let capacity = self.capacity as f64;
         let cost = ask.cost as f64;
@@ -220,7 +237,7 @@ impl CasCore for TokenBucketCore {
             None => (capacity, ask.now),
             Some(bucket) => {
                 let now = ask.now.max(bucket.updated);
-                let earned = (now - bucket.updated) as f64 * self.rate;
+                let earned = now.saturating_sub(bucket.updated) as f64 * self.rate;
                 ((bucket.tokens + earned).min(capacity), now)
             }
         };
@@ -231,7 +248,10 @@ impl CasCore for TokenBucketCore {
             tokens
         };
         let remaining = (after + EPSILON).floor().max(0.0) as u64;
-        let reset_after = self.time_for(capacity - after);
+        // Waits count from the request's own time: a bucket updated ahead
+        // of it (by a writer whose clock is ahead) earns nothing until then.
+        let lead = Duration::from_nanos(now.saturating_sub(ask.now).unsigned_abs());
+        let reset_after = lead.saturating_add(self.time_for(capacity - after));
         let decision = if allowed {
             Decision::allowed(self.capacity, remaining, reset_after)
         } else {
@@ -239,7 +259,7 @@ impl CasCore for TokenBucketCore {
                 self.capacity,
                 remaining,
                 reset_after,
-                self.time_for(cost - after),
+                lead.saturating_add(self.time_for(cost - after)),
             )
         }
         .with_used(capacity - after);
@@ -306,9 +326,11 @@ mod tests {
         };
         let step = tb.decide(Some(&bucket), ask(1, 0));
         assert!(step.decision.is_denied());
+        // Counted from the event's own time: the second until the bucket's,
+        // then 100 ms for one token.
         assert_eq!(
             step.decision.retry_after(),
-            Some(Duration::from_millis(100))
+            Some(Duration::from_millis(1_100))
         );
     }
 

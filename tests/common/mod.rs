@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod memcached;
 pub mod policies;
+pub mod states;
 pub mod twemproxy;
 
 use std::sync::Arc;

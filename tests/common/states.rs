@@ -1,0 +1,160 @@
+//! The four compare-and-swap algorithms at one small quota, with their
+//! stored encodings, so tests can write any state (or garbage) straight
+//! into a client's key, and the bounds a decision must respect.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memcache_ratelimit::store::Store;
+use memcache_ratelimit::{
+    DeniedRequests, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog, TokenBucket,
+};
+
+/// The quota every algorithm here enforces: 5 per 10 s.
+pub const LIMIT: u64 = 5;
+pub const PERIOD: Duration = Duration::from_secs(10);
+/// GCRA's burst and the token bucket's capacity, unlike the limit so each
+/// bound shows which it depends on.
+pub const BURST: u64 = 3;
+pub const CAPACITY: u64 = 7;
+/// The limiters' allowed clock skew (the default).
+pub const SKEW: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    Gcra,
+    TokenBucket,
+    SlidingLog,
+    HybridQuota,
+}
+
+pub const ALL: [Algorithm; 4] = [
+    Algorithm::Gcra,
+    Algorithm::TokenBucket,
+    Algorithm::SlidingLog,
+    Algorithm::HybridQuota,
+];
+
+impl Algorithm {
+    /// The limiter, on `store`, reading `clock`.
+    pub fn build(
+        self,
+        store: Arc<dyn Store>,
+        clock: &ManualClock,
+        strict: bool,
+    ) -> Box<dyn RateLimiter> {
+        let quota = format!("{LIMIT}/10s").parse().unwrap();
+        let denied = if strict {
+            DeniedRequests::Counted
+        } else {
+            DeniedRequests::Refunded
+        };
+        macro_rules! built {
+            ($builder:expr) => {
+                Box::new(
+                    super::patient($builder)
+                        .denied_requests(denied)
+                        .clock(clock.clone())
+                        .build()
+                        .unwrap(),
+                )
+            };
+        }
+        match self {
+            Algorithm::Gcra => built!(Gcra::builder(quota, store).burst(BURST)),
+            Algorithm::TokenBucket => built!(TokenBucket::builder(quota, store).capacity(CAPACITY)),
+            Algorithm::SlidingLog => built!(SlidingLog::builder(quota, store)),
+            Algorithm::HybridQuota => built!(HybridQuota::builder(quota, store)),
+        }
+    }
+
+    /// The longest wait a decision may announce, from any state: the
+    /// furthest ahead of its writer's time a state can reach, plus the
+    /// skew by which that writer's clock may lead.
+    pub fn horizon(self) -> Duration {
+        let interval = PERIOD / LIMIT as u32;
+        SKEW + match self {
+            // The burst tolerance, plus the longer of one period (the
+            // longest reservation) and the tolerance again (strict denials).
+            Algorithm::Gcra => interval * BURST as u32 + PERIOD.max(interval * BURST as u32),
+            // A refill from −capacity (strict debt) to capacity.
+            Algorithm::TokenBucket => interval * 2 * CAPACITY as u32,
+            // The newest entry leaves one period after it was made.
+            Algorithm::SlidingLog => PERIOD,
+            // A smooth refill from −quota to quota takes two windows.
+            Algorithm::HybridQuota => PERIOD * 2,
+        }
+    }
+
+    /// The most requests of cost 1 one client can have admitted in one
+    /// period from the moment a state is read, whatever that state:
+    /// a repaired state is at best a fresh one, and from a fresh one
+    /// - GCRA: the burst at once, then one per emission interval;
+    /// - token bucket: the full capacity, then the refill of a period;
+    /// - sliding log: the limit, exactly;
+    /// - hybrid quota: what a stored bursty window still grants (at most
+    ///   the quota), then a fresh window's quota, plus the one token of the
+    ///   switch to smooth mode.
+    pub fn most_admitted_in_a_period(self) -> u64 {
+        match self {
+            Algorithm::Gcra => BURST + LIMIT,
+            Algorithm::TokenBucket => CAPACITY + LIMIT,
+            Algorithm::SlidingLog => LIMIT,
+            Algorithm::HybridQuota => 2 * LIMIT + 1,
+        }
+    }
+}
+
+/// Little-endian LEB128 varints, as the sliding log stores distances.
+fn varint(mut value: u64, out: &mut Vec<u8>) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// GCRA's state: the theoretical arrival time, in units of `1/limit` ns.
+pub fn gcra(tat: i128) -> Vec<u8> {
+    tat.to_string().into_bytes()
+}
+
+/// GCRA's state for a TAT at unix nanoseconds `nanos`.
+pub fn gcra_at(nanos: i64) -> Vec<u8> {
+    gcra(i128::from(nanos) * i128::from(LIMIT))
+}
+
+/// The token bucket's state: tokens, and when they were counted.
+pub fn token_bucket(tokens: &str, updated: &str) -> Vec<u8> {
+    format!("{tokens} {updated}").into_bytes()
+}
+
+/// The sliding log's state: version 1, the oldest entry, then distances.
+pub fn sliding_log(first: i64, distances: &[u64]) -> Vec<u8> {
+    let mut bytes = vec![1];
+    bytes.extend_from_slice(&first.to_le_bytes());
+    for &distance in distances {
+        varint(distance, &mut bytes);
+    }
+    bytes
+}
+
+/// The hybrid quota's state: mode (`b` or `s`), bucket, time.
+pub fn hybrid_quota(mode: char, bucket: &str, time: &str) -> Vec<u8> {
+    format!("{mode} {bucket} {time}").into_bytes()
+}
+
+/// A state of `algorithm` that puts everything at `nanos` (unix ns) and
+/// leaves no quota: a client that spent everything then.
+pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
+    match algorithm {
+        Algorithm::Gcra => gcra_at(nanos + PERIOD.as_nanos() as i64 * BURST as i64 / LIMIT as i64),
+        Algorithm::TokenBucket => token_bucket("0", &nanos.to_string()),
+        Algorithm::SlidingLog => sliding_log(nanos, &[0; LIMIT as usize - 1]),
+        Algorithm::HybridQuota => hybrid_quota('b', "0", &nanos.to_string()),
+    }
+}
