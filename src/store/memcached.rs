@@ -2,12 +2,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use memcache::exp::{
     Arithmetic, AsyncMetaClient, Delete, Error as McError, Get, GetStatus, Meta, MutationStatus,
-    Op, OpResult, Set, Ttl,
+    Op, OpResult, Set,
 };
 
 use super::classic::ClassicStore;
@@ -15,14 +15,11 @@ use super::pipeline::{Pipeline, PipelineStats};
 use super::protocol::{detect, Protocol};
 use super::router::ClientRouter;
 use super::{
-    check_key, check_value, parse_counter, ttl_secs, Counters, PutCondition, PutOutcome, Store,
+    check_key, check_value, parse_counter, wire_ttl, Counters, PutCondition, PutOutcome, Store,
     Versioned,
 };
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
-
-/// Relative TTLs above this are read by memcached as unix timestamps.
-const MAX_RELATIVE_TTL: u64 = 30 * 24 * 3600;
 
 /// Pipelined batches in flight per server, by default.
 const DEFAULT_PIPELINE_DEPTH: usize = 4;
@@ -376,20 +373,6 @@ fn kind(error: &McError) -> StoreErrorKind {
     }
 }
 
-/// The `N` flag's TTL: relative seconds up to 30 days, a unix time beyond.
-fn wire_ttl(ttl: Duration) -> u32 {
-    let secs = ttl_secs(ttl);
-    let secs = if secs > MAX_RELATIVE_TTL {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        now.saturating_add(secs)
-    } else {
-        secs
-    };
-    u32::try_from(secs).unwrap_or(u32::MAX)
-}
-
 fn counter_from(key: &[u8], result: OpResult) -> Result<Option<u64>, StoreError> {
     match result {
         OpResult::Get(get) if get.status == GetStatus::Hit => {
@@ -539,8 +522,7 @@ impl Store for MemcachedStore {
         }
         check_key(key)?;
         check_value(value)?;
-        let secs = u32::try_from(ttl_secs(ttl)).unwrap_or(u32::MAX);
-        let set = Set::new(key, value).ttl(Ttl::secs(secs));
+        let set = Set::new(key, value).ttl_raw(wire_ttl(ttl));
         let set = match condition {
             PutCondition::Always => set,
             PutCondition::Absent => set.add(),

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use self::connection::{protocol, Connection};
 use super::router::ClientRouter;
 use super::{
-    check_key, check_value, is_host_port, parse_counter, ttl_secs, Counters, PutCondition,
+    check_key, check_value, is_host_port, parse_counter, wire_ttl, Counters, PutCondition,
     PutOutcome, Store, Versioned,
 };
 use crate::error::{StoreError, StoreErrorKind};
@@ -315,7 +315,7 @@ impl Store for ClassicStore {
         if !reads.is_empty() {
             get_command(&mut request, b"get", &reads);
         }
-        let ttl = ttl_secs(ttl);
+        let ttl = wire_ttl(ttl);
         let (value, items) = self
             .with_connection(server, true, |mut connection| async move {
                 {
@@ -439,7 +439,7 @@ impl Store for ClassicStore {
         check_key(key)?;
         check_value(value)?;
         let mut request = Vec::new();
-        let ttl = ttl_secs(ttl);
+        let ttl = wire_ttl(ttl);
         match condition {
             PutCondition::Always => reply::storage(&mut request, b"set", key, ttl, value, None),
             PutCondition::Absent => reply::storage(&mut request, b"add", key, ttl, value, None),

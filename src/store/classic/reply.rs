@@ -21,7 +21,7 @@ pub(super) fn storage(
     request: &mut Vec<u8>,
     verb: &[u8],
     key: &[u8],
-    ttl: u64,
+    ttl: u32,
     value: &[u8],
     version: Option<u64>,
 ) {
