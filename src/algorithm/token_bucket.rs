@@ -219,13 +219,26 @@ impl CasCore for TokenBucketCore {
         })
     }
 
-    /// An update time after `now` plus the skew is clamped to it: no
-    /// writer's clock could have been that far ahead.
+    /// An update time after `now` plus the skew is moved back to it: no
+    /// writer's clock could have been that far ahead. A time less than a
+    /// refill from `−capacity` to `capacity` beyond that is most likely a
+    /// clock running ahead of the allowed skew: the tokens the move would
+    /// give away are taken off with it (down to one capacity of debt), so
+    /// the bucket refills along the same line and gains nothing. A time
+    /// further out is no clock's: the bucket keeps its tokens at the new
+    /// time.
     fn repair(&self, bucket: &mut Bucket, now: i64, skew: i64) -> bool {
         let latest = now.saturating_add(skew);
-        let beyond = bucket.updated > latest;
-        bucket.updated = bucket.updated.min(latest);
-        beyond
+        if bucket.updated <= latest {
+            return false;
+        }
+        let capacity = self.capacity as f64;
+        let owed = bucket.updated.saturating_sub(latest) as f64 * self.rate;
+        if owed <= 2.0 * capacity {
+            bucket.tokens = (bucket.tokens - owed).max(-capacity);
+        }
+        bucket.updated = latest;
+        true
     }
 
     fn decide(&self, state: Option<&Bucket>, ask: Ask) -> Step<Bucket> {
