@@ -33,6 +33,7 @@ fn the_example_file_parses_into_typed_values() {
     let memcached = config.memcached();
     assert_eq!(memcached.io_timeout, Some(Duration::from_secs(1)));
     assert_eq!(memcached.max_connections, Some(64));
+    assert_eq!(memcached.drain_timeout, Some(Duration::from_secs(5)));
     assert_eq!(memcached.protocol, Protocol::Meta);
 }
 
@@ -73,6 +74,10 @@ fn every_mistake_names_its_field() {
         ("servers = [\"localhost\"]", "servers"),
         ("servers = \"10.0.0.1:11211\"", "servers"),
         ("[memcached]\nio_timeout = \"fast\"", "memcached.io_timeout"),
+        (
+            "[memcached]\ndrain_timeout = \"later\"",
+            "memcached.drain_timeout",
+        ),
         (
             "[memcached]\nmax_connections = 0",
             "memcached.max_connections",

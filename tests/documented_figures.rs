@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use memcache_ratelimit::store::MemcachedStore;
+use memcache_ratelimit::store::{MemcachedStore, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 use memcache_ratelimit::{
     DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW, MAX_DEADLINE, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD,
 };
@@ -75,6 +75,19 @@ fn the_memcached_store_defaults_are_the_code_s() {
         "`.max_idle(..)` (default {} idle connections per server)",
         field("max_idle")
     ));
+    says(&format!(
+        "`.max_connections(..)` (default {} open connections per server)",
+        field("max_connections")
+    ));
+    assert_eq!(
+        field("max_connections"),
+        DEFAULT_MAX_CONNECTIONS.to_string()
+    );
+    says(&format!(
+        "`.drain_timeout(..)` (default {})",
+        written(DEFAULT_DRAIN_TIMEOUT)
+    ));
+    assert_eq!(field("drain_timeout"), format!("{DEFAULT_DRAIN_TIMEOUT:?}"));
 }
 
 #[test]

@@ -34,6 +34,7 @@ pub(super) struct Memcached {
     pub(super) connect_timeout: Option<String>,
     pub(super) io_timeout: Option<String>,
     pub(super) max_connections: Option<usize>,
+    pub(super) drain_timeout: Option<String>,
     pub(super) protocol: Option<String>,
 }
 

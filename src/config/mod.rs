@@ -24,6 +24,7 @@
 //! connect_timeout = "1s"
 //! io_timeout = "1s"
 //! max_connections = 64
+//! drain_timeout = "5s"           # how long a timed-out exchange may finish, keeping its connection
 //! protocol = "meta"             # classic for twemproxy, mcrouter, memcached < 1.6; or detect
 //!
 //! [plans]                        # quotas by plan, for a DynamicLimiter
@@ -101,6 +102,9 @@ pub struct MemcachedOptions {
     pub io_timeout: Option<Duration>,
     /// The most connections per server.
     pub max_connections: Option<usize>,
+    /// How long past the I/O timeout an exchange whose caller stopped
+    /// waiting may go on, to keep its connection.
+    pub drain_timeout: Option<Duration>,
     /// The protocol: `meta` (default), `classic` (twemproxy, mcrouter,
     /// memcached before 1.6) or `detect`; see [`Protocol`].
     pub protocol: Protocol,
@@ -195,6 +199,9 @@ impl Config {
         }
         if let Some(connections) = options.max_connections {
             builder = builder.max_connections(connections);
+        }
+        if let Some(timeout) = options.drain_timeout {
+            builder = builder.drain_timeout(timeout);
         }
         builder = builder.protocol(options.protocol);
         Ok(Some(Arc::new(builder.build().await?)))

@@ -90,6 +90,11 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
                 .as_deref()
                 .map(|text| duration(&written, "memcached.io_timeout", text))
                 .transpose()?,
+            drain_timeout: table
+                .drain_timeout
+                .as_deref()
+                .map(|text| duration(&written, "memcached.drain_timeout", text))
+                .transpose()?,
             protocol: match table.protocol.as_deref() {
                 None | Some("meta") => Protocol::Meta,
                 Some("classic") => Protocol::Classic,

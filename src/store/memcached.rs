@@ -9,14 +9,16 @@ use memcache::exp::{
     Arithmetic, AsyncMetaClient, Delete, Error as McError, Get, GetStatus, Meta, MutationStatus,
     Op, OpResult, Set,
 };
+use tokio::sync::Semaphore;
 
 use super::classic::ClassicStore;
+use super::detach::detached;
 use super::pipeline::{Pipeline, PipelineStats};
 use super::protocol::{detect, Protocol};
 use super::router::ClientRouter;
 use super::{
     check_key, check_value, parse_counter, wire_ttl, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    Versioned, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
@@ -42,6 +44,14 @@ const DEFAULT_PIPELINE_DEPTH: usize = 4;
 /// never retried. [`MemcachedStore::pipeline_stats`] counts the batches.
 /// Pipelining spawns tasks on the caller's tokio runtime while calls queue.
 ///
+/// **Connections** per server are bounded
+/// ([`MemcachedStoreBuilder::max_connections`]), and an exchange whose
+/// caller stops waiting (its I/O timeout or a limiter's deadline passed)
+/// goes on in the background until its replies are read
+/// ([`MemcachedStoreBuilder::drain_timeout`]), so a server that hangs for a
+/// while costs no new connections: the ones that waited are used again
+/// once it answers.
+///
 /// ```no_run
 /// use memcache_ratelimit::store::MemcachedStore;
 /// use std::time::Duration;
@@ -60,6 +70,11 @@ const DEFAULT_PIPELINE_DEPTH: usize = 4;
 pub struct MemcachedStore {
     client: AsyncMetaClient,
     servers: Vec<String>,
+    /// How long a caller waits for its exchange.
+    io_timeout: Duration,
+    /// Per server, the connection slots of calls that bypass the pipeline;
+    /// the pipeline's own batches are bounded by its depth.
+    slots: Arc<[Arc<Semaphore>]>,
     /// `None` when pipelining is off.
     pipeline: Option<Pipeline>,
     /// Every call goes here instead when the store speaks the classic
@@ -74,7 +89,8 @@ pub struct MemcachedStoreBuilder {
     connect_timeout: Duration,
     io_timeout: Duration,
     max_idle: usize,
-    max_connections: Option<usize>,
+    max_connections: usize,
+    drain_timeout: Duration,
     pipelining: bool,
     pipeline_depth: usize,
     protocol: Protocol,
@@ -87,7 +103,8 @@ impl Default for MemcachedStoreBuilder {
             connect_timeout: Duration::from_millis(250),
             io_timeout: Duration::from_millis(500),
             max_idle: 64,
-            max_connections: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             pipelining: true,
             pipeline_depth: DEFAULT_PIPELINE_DEPTH,
             protocol: Protocol::Meta,
@@ -132,10 +149,28 @@ impl MemcachedStoreBuilder {
         self
     }
 
-    /// A cap on open connections per server (default none).
+    /// The most connections open to one server at once, busy or idle
+    /// (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). A call that
+    /// finds them all busy waits for one, up to the connect timeout.
+    ///
+    /// [`DEFAULT_MAX_CONNECTIONS`]: crate::store::DEFAULT_MAX_CONNECTIONS
     #[must_use]
     pub fn max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = Some(connections);
+        self.max_connections = connections;
+        self
+    }
+
+    /// How long past the I/O timeout an exchange whose caller stopped
+    /// waiting (its I/O timeout or a limiter's deadline passed) goes on in
+    /// the background, to read its replies and keep its connection
+    /// (default [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its
+    /// connection slot, so a server that hangs costs no new connections;
+    /// past this bound the connection is closed.
+    ///
+    /// [`DEFAULT_DRAIN_TIMEOUT`]: crate::store::DEFAULT_DRAIN_TIMEOUT
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
         self
     }
 
@@ -184,7 +219,7 @@ impl MemcachedStoreBuilder {
                 return Err(config(format!("{name} must be longer than zero")));
             }
         }
-        if self.max_connections == Some(0) {
+        if self.max_connections == 0 {
             return Err(config("max_connections must be at least 1".into()));
         }
         if self.pipeline_depth == 0 {
@@ -199,9 +234,11 @@ impl MemcachedStoreBuilder {
         let client = AsyncMetaClient::builder()
             .router(ClientRouter)
             .connect_timeout(Some(self.connect_timeout))
-            .io_timeout(Some(self.io_timeout))
+            // The client bounds the whole exchange, detached or not; the
+            // store bounds how long its caller waits.
+            .io_timeout(Some(self.io_timeout.saturating_add(self.drain_timeout)))
             .max_idle(self.max_idle)
-            .max_connections(self.max_connections)
+            .max_connections(Some(self.max_connections))
             .connect_multiple_async(self.servers.iter().map(String::as_str))
             .await
             .map_err(|error| {
@@ -211,9 +248,7 @@ impl MemcachedStoreBuilder {
                 )
             })?;
         let pipeline = self.pipelining.then(|| {
-            let depth = self
-                .pipeline_depth
-                .min(self.max_connections.unwrap_or(usize::MAX));
+            let depth = self.pipeline_depth.min(self.max_connections);
             Pipeline::new(client.clone(), self.servers.clone(), depth)
         });
         let protocol = match self.protocol {
@@ -228,13 +263,22 @@ impl MemcachedStoreBuilder {
                     .servers(self.servers.iter().cloned())
                     .connect_timeout(self.connect_timeout)
                     .io_timeout(self.io_timeout)
+                    .drain_timeout(self.drain_timeout)
+                    .max_connections(self.max_connections)
                     .max_idle(self.max_idle)
                     .build()?,
             )),
             _ => None,
         };
+        let slots = self
+            .servers
+            .iter()
+            .map(|_| Arc::new(Semaphore::new(self.max_connections)))
+            .collect();
         Ok(MemcachedStore {
             client,
+            io_timeout: self.io_timeout,
+            slots,
             servers: self.servers,
             pipeline: pipeline.filter(|_| classic.is_none()),
             classic,
@@ -270,7 +314,23 @@ impl MemcachedStore {
         if let Some(classic) = &self.classic {
             return classic.ping().await;
         }
-        self.client.noop().await.map_err(to_store_error)
+        match tokio::time::timeout(self.io_timeout, self.client.noop()).await {
+            Ok(answered) => answered.map_err(to_store_error),
+            Err(_) => Err(self.timed_out(false)),
+        }
+    }
+
+    /// A caller's wait for its exchange ran out.
+    fn timed_out(&self, writes: bool) -> StoreError {
+        let error = StoreError::new(
+            StoreErrorKind::Timeout,
+            format!("memcached did not answer within {:?}", self.io_timeout),
+        );
+        if writes {
+            error.ambiguous()
+        } else {
+            error
+        }
     }
 
     /// The protocol the store speaks: [`Protocol::Meta`] or
@@ -326,10 +386,15 @@ impl MemcachedStore {
             .pipeline
             .as_ref()
             .and_then(|pipeline| Some((pipeline, self.lane(first, rest)?)));
-        let results = match lane {
-            Some((pipeline, lane)) => pipeline.run(lane, ops).await?,
-            None => self.client.run_batch(ops).await.map_err(to_store_error)?,
+        let exchange = async {
+            match lane {
+                Some((pipeline, lane)) => pipeline.run(lane, ops).await,
+                None => self.direct(first, rest, ops).await,
+            }
         };
+        let results = tokio::time::timeout(self.io_timeout, exchange)
+            .await
+            .map_err(|_| self.timed_out(writes))??;
         if results.len() != expected {
             let error = StoreError::new(
                 StoreErrorKind::Protocol,
@@ -338,6 +403,34 @@ impl MemcachedStore {
             return Err(if writes { error.ambiguous() } else { error });
         }
         Ok(results)
+    }
+}
+
+impl MemcachedStore {
+    /// Runs `ops` outside the pipeline. On one server it takes a connection
+    /// slot first, then runs [`detached`], so a caller that stops waiting
+    /// leaves the exchange to finish and keep its connection; across
+    /// servers it runs in the caller's future.
+    async fn direct(
+        &self,
+        first: &[u8],
+        rest: &[Vec<u8>],
+        ops: Vec<Op>,
+    ) -> Result<Vec<Result<OpResult, McError>>, StoreError> {
+        let Some(server) = self.lane(first, rest) else {
+            return self.client.run_batch(ops).await.map_err(to_store_error);
+        };
+        let slot = Arc::clone(&self.slots[server])
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
+        let client = self.client.clone();
+        detached(async move {
+            let results = client.run_batch(ops).await.map_err(to_store_error);
+            drop(slot);
+            results
+        })
+        .await
     }
 }
 

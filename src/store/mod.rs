@@ -40,6 +40,7 @@
 
 mod classic;
 mod counting;
+mod detach;
 mod immediate;
 mod memcached;
 mod memory;
@@ -62,6 +63,18 @@ pub use memory::MemoryStore;
 pub use pipeline::PipelineStats;
 pub use protocol::Protocol;
 pub use router::ClientRouter;
+
+/// The most connections a memcached store keeps open to one server at
+/// once, by default, in either protocol
+/// ([`MemcachedStoreBuilder::max_connections`],
+/// [`ClassicStoreBuilder::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
+/// How long past its I/O timeout an exchange whose caller stopped waiting
+/// goes on in the background by default, to read its replies and keep its
+/// connection ([`MemcachedStoreBuilder::drain_timeout`],
+/// [`ClassicStoreBuilder::drain_timeout`]).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A counter after an increment, and the counters read beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -33,25 +33,27 @@
 //! repeating the other job's. The limiters' own keys never hold
 //! non-numbers, so this takes a corrupted key or a server in trouble.
 //!
-//! A caller that stops waiting (a limiter deadline drops its future) leaves
-//! nothing behind: a queued job whose caller has gone is never sent, and a
-//! spawned batch whose callers have all gone is dropped like a cancelled
-//! direct call. A queued job is never left without a task to send it: if
+//! A caller that stops waiting (a limiter deadline drops its future) never
+//! costs a connection: a queued job whose caller has gone is never sent,
+//! and a batch already sent goes on until its replies are read (within the
+//! client's I/O timeout), whether it runs on a spawned task or in the
+//! future of a call that took a free slot (then it is
+//! [`detached`](super::detach)). Its connection then goes back to the
+//! pool, so against a server that hangs a lane holds at most `depth`
+//! connections and dials no more. A queued job is never left without a task to send it: if
 //! the runtime shuts down under it, the job fails with a
 //! [`StoreError`] instead. The tasks run on the runtime of the call that
 //! hands them work; like the pooled connections, a store is meant to be
 //! used from one runtime.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Poll;
 
 use memcache::exp::{AsyncMetaClient, Error as McError, Op, OpResult};
 use tokio::sync::oneshot;
 
+use super::detach::detached;
 use super::memcached::to_store_error;
 use crate::error::{StoreError, StoreErrorKind};
 
@@ -201,13 +203,20 @@ impl Pipeline {
         let (writes, answer) = match inner.admit(lane, ops) {
             Admission::Slot(ops) => {
                 // A free slot: this call is the batch. Running it in the
-                // caller's own future keeps the latency of a direct call,
-                // and a cancelled caller cancels only its own job.
-                let slot = InlineSlot { inner, lane };
+                // caller's own future keeps the latency of a direct call;
+                // a caller that stops waiting leaves it to finish.
                 inner.stats.batch(1, ops.len());
-                let results = inner.client.run_batch(ops).await.map_err(to_store_error);
-                drop(slot);
-                return results;
+                let inner = Arc::clone(inner);
+                return detached(async move {
+                    let slot = InlineSlot {
+                        inner: &inner,
+                        lane,
+                    };
+                    let results = inner.client.run_batch(ops).await.map_err(to_store_error);
+                    drop(slot);
+                    results
+                })
+                .await;
             }
             Admission::Queued { writes, answer } => (writes, answer),
         };
@@ -284,27 +293,10 @@ impl Inner {
             return;
         }
         self.stats.batch(replies.len(), ops.len());
-        let mut batch = pin!(self.client.run_batch(ops));
-        let mut first_open = 0;
-        let outcome = std::future::poll_fn(|context| {
-            if let Poll::Ready(outcome) = batch.as_mut().poll(context) {
-                return Poll::Ready(Some(outcome));
-            }
-            // Once every caller has gone, drop the batch (and its
-            // connection) as a cancelled direct call would, instead of
-            // holding a slot until the io timeout on a server that hangs.
-            while let Some(reply) = replies.get_mut(first_open) {
-                if reply.poll_closed(context).is_pending() {
-                    return Poll::Pending;
-                }
-                first_open += 1;
-            }
-            Poll::Ready(None)
-        })
-        .await;
-        match outcome {
-            None => {}
-            Some(Ok(results)) => {
+        // Sent, it runs to its end even if every caller has gone, so its
+        // connection is not dropped with replies owed.
+        match self.client.run_batch(ops).await {
+            Ok(results) => {
                 let mut results = results.into_iter();
                 let mut broken_off: Option<String> = None;
                 for (reply, length) in replies.into_iter().zip(lengths) {
@@ -323,7 +315,7 @@ impl Inner {
                     let _ = reply.send(answer);
                 }
             }
-            Some(Err(error)) => {
+            Err(error) => {
                 // The batch was refused before anything was written (an
                 // operation failed validation, which the store's own key
                 // checks rule out): every job gets the error, none ran.

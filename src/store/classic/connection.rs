@@ -2,6 +2,8 @@
 //! the classic text protocol: requests written whole, replies read line by
 //! line.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -20,11 +22,18 @@ const MAX_LINE: usize = 4096;
 pub(super) struct Connection {
     reader: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
+    /// The store's count of writes sent, each followed by reading replies.
+    round_trips: Arc<AtomicU64>,
 }
 
 impl Connection {
-    /// Connects to `address` within `timeout`.
-    pub(super) async fn open(address: &str, timeout: Duration) -> Result<Self, StoreError> {
+    /// Connects to `address` within `timeout`; each [`send`](Self::send)
+    /// counts one in `round_trips`.
+    pub(super) async fn open(
+        address: &str,
+        timeout: Duration,
+        round_trips: Arc<AtomicU64>,
+    ) -> Result<Self, StoreError> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(address))
             .await
             .map_err(|_| {
@@ -44,11 +53,13 @@ impl Connection {
         Ok(Self {
             reader: BufReader::new(read),
             writer: write,
+            round_trips,
         })
     }
 
     /// Writes `request` whole.
     pub(super) async fn send(&mut self, request: &[u8]) -> Result<(), StoreError> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
         self.writer.write_all(request).await.map_err(io)?;
         self.writer.flush().await.map_err(io)
     }

@@ -1,21 +1,24 @@
 //! [`ClassicStore`]: memcached over the classic text protocol.
 
 mod connection;
+mod pool;
 mod reply;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 use self::connection::{protocol, Connection};
+use self::pool::{Checkout, Pools};
+use super::detach::detached;
 use super::router::ClientRouter;
 use super::{
     check_key, check_value, is_host_port, parse_counter, wire_ttl, Counters, PutCondition,
-    PutOutcome, Store, Versioned,
+    PutOutcome, Store, Versioned, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
 };
 use crate::error::{StoreError, StoreErrorKind};
 
@@ -37,6 +40,8 @@ pub struct ClassicStoreBuilder {
     servers: Vec<String>,
     io_timeout: Duration,
     connect_timeout: Duration,
+    drain_timeout: Duration,
+    max_connections: usize,
     max_idle: usize,
 }
 
@@ -73,6 +78,29 @@ impl ClassicStoreBuilder {
         self
     }
 
+    /// The most connections open to one server at once, busy or idle
+    /// (default [`DEFAULT_MAX_CONNECTIONS`], at least 1). A call that
+    /// finds them all busy waits for one, up to the connect timeout.
+    ///
+    /// [`DEFAULT_MAX_CONNECTIONS`]: crate::store::DEFAULT_MAX_CONNECTIONS
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// How long past the I/O timeout an exchange whose caller stopped
+    /// waiting (its I/O timeout or a limiter's deadline passed) goes on in
+    /// the background, to read its replies and keep its connection
+    /// (default [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its
+    /// connection slot, so a server that hangs costs no new connections;
+    /// past this bound the connection is closed.
+    ///
+    /// [`DEFAULT_DRAIN_TIMEOUT`]: crate::store::DEFAULT_DRAIN_TIMEOUT
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
     /// The store. Connections are opened on first use; at least one server
     /// is needed, each `host:port`.
     pub fn build(self) -> Result<ClassicStore, StoreError> {
@@ -88,13 +116,33 @@ impl ClassicStoreBuilder {
                 format!("{bad:?} is not host:port"),
             ));
         }
+        if self.max_connections == 0 {
+            return Err(StoreError::new(
+                StoreErrorKind::Config,
+                "max_connections must be at least 1",
+            ));
+        }
+        for (name, value) in [
+            ("connect_timeout", self.connect_timeout),
+            ("io_timeout", self.io_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(StoreError::new(
+                    StoreErrorKind::Config,
+                    format!("{name} must be longer than zero"),
+                ));
+            }
+        }
         Ok(ClassicStore {
-            pools: self.servers.iter().map(|_| Mutex::default()).collect(),
+            pools: Arc::new(Pools::new(
+                &self.servers,
+                self.max_connections,
+                self.max_idle,
+                self.connect_timeout,
+            )),
             servers: self.servers,
             io_timeout: self.io_timeout,
-            connect_timeout: self.connect_timeout,
-            max_idle: self.max_idle,
-            round_trips: AtomicU64::new(0),
+            exchange_bound: self.io_timeout.saturating_add(self.drain_timeout),
         })
     }
 }
@@ -110,6 +158,13 @@ impl ClassicStoreBuilder {
 /// store sends `add` with the delta and the lifetime, and if another
 /// process created the counter in between (`NOT_STORED`), `incr` again, so
 /// no count is lost.
+///
+/// Connections per server are bounded
+/// ([`max_connections`](ClassicStoreBuilder::max_connections)), and an
+/// exchange whose caller stops waiting goes on in the background until its
+/// replies are read ([`drain_timeout`](ClassicStoreBuilder::drain_timeout)),
+/// so a server that hangs for a while costs no new connections: the ones
+/// that waited are used again once it answers.
 ///
 /// ```no_run
 /// use memcache_ratelimit::store::ClassicStore;
@@ -129,12 +184,12 @@ impl ClassicStoreBuilder {
 #[derive(Debug)]
 pub struct ClassicStore {
     servers: Vec<String>,
-    pools: Vec<Mutex<Vec<Connection>>>,
+    pools: Arc<Pools>,
+    /// How long a caller waits for its exchange.
     io_timeout: Duration,
-    connect_timeout: Duration,
-    max_idle: usize,
-    /// Writes sent, each followed by reading its replies.
-    round_trips: AtomicU64,
+    /// How long an exchange may go on, its caller gone or not, before its
+    /// connection is closed.
+    exchange_bound: Duration,
 }
 
 impl ClassicStore {
@@ -144,6 +199,8 @@ impl ClassicStore {
             servers: Vec::new(),
             io_timeout: DEFAULT_IO_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             max_idle: DEFAULT_MAX_IDLE,
         }
     }
@@ -158,11 +215,7 @@ impl ClassicStore {
     /// counter (`add`, and `incr` again if another process created it
     /// first).
     pub fn round_trips(&self) -> u64 {
-        self.round_trips.load(Ordering::Relaxed)
-    }
-
-    fn sent(&self) {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.pools.round_trips.load(Ordering::Relaxed)
     }
 
     /// The server that holds `key`.
@@ -173,8 +226,7 @@ impl ClassicStore {
     /// Checks that every server answers (`version`).
     pub async fn ping(&self) -> Result<(), StoreError> {
         for server in 0..self.servers.len() {
-            self.with_connection(server, false, |mut connection| async move {
-                self.sent();
+            self.with_connection(server, false, move |mut connection| async move {
                 connection.send(b"version\r\n").await?;
                 let line = connection.line().await?;
                 if !line.starts_with(b"VERSION ") {
@@ -206,9 +258,12 @@ impl ClassicStore {
         groups
     }
 
-    /// Runs `work` on a connection to `server`, within the I/O timeout; the
-    /// connection goes back to the pool only if the work succeeded. An
-    /// error once `writes` were sent is ambiguous.
+    /// Runs `work` on a connection to `server`; the caller waits up to the
+    /// I/O timeout. Once the connection is taken the exchange is
+    /// [`detached`]: if the caller stops waiting, it goes on in the
+    /// background within `exchange_bound`, and its connection goes back to
+    /// the pool if the work succeeds. An error once `writes` were sent is
+    /// ambiguous.
     async fn with_connection<T, F, Fut>(
         &self,
         server: usize,
@@ -216,18 +271,19 @@ impl ClassicStore {
         work: F,
     ) -> Result<T, StoreError>
     where
-        F: FnOnce(Connection) -> Fut,
-        Fut: Future<Output = Result<(Connection, T), StoreError>>,
+        F: FnOnce(Connection) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(Connection, T), StoreError>> + Send + 'static,
+        T: Send + 'static,
     {
-        let idle = self.pools[server]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop();
-        let connection = match idle {
-            Some(connection) => connection,
-            None => Connection::open(&self.servers[server], self.connect_timeout).await?,
-        };
-        let outcome = match tokio::time::timeout(self.io_timeout, work(connection)).await {
+        let checkout = self.pools.checkout(server).await?;
+        let exchange = detached(exchange(
+            Arc::clone(&self.pools),
+            server,
+            checkout,
+            self.exchange_bound,
+            work,
+        ));
+        let outcome = match tokio::time::timeout(self.io_timeout, exchange).await {
             Ok(outcome) => outcome,
             Err(_) => Err(StoreError::new(
                 StoreErrorKind::Timeout,
@@ -238,13 +294,7 @@ impl ClassicStore {
             )),
         };
         match outcome {
-            Ok((connection, value)) => {
-                let mut pool = self.pools[server].lock().unwrap_or_else(|e| e.into_inner());
-                if pool.len() < self.max_idle {
-                    pool.push(connection);
-                }
-                Ok(value)
-            }
+            Ok(value) => Ok(value),
             // What the server refused is a definite answer, not a lost one.
             Err(error) if writes && error.kind() != StoreErrorKind::Rejected => {
                 Err(error.ambiguous())
@@ -262,9 +312,8 @@ impl ClassicStore {
         let mut request = Vec::new();
         get_command(&mut request, b"get", keys);
         let items = self
-            .with_connection(server, false, |mut connection| async move {
+            .with_connection(server, false, move |mut connection| async move {
                 {
-                    self.sent();
                     connection.send(&request).await?;
                 }
                 let items = reply::items(&mut connection).await?;
@@ -279,6 +328,34 @@ impl ClassicStore {
                     .transpose()
             })
             .collect()
+    }
+}
+
+/// One exchange on a taken connection, bounded by `bound`: the
+/// connection goes back to the pool if `work` succeeds, and is closed
+/// otherwise, since its stream may then be mid-reply.
+async fn exchange<T, F, Fut>(
+    pools: Arc<Pools>,
+    server: usize,
+    checkout: Checkout,
+    bound: Duration,
+    work: F,
+) -> Result<T, StoreError>
+where
+    F: FnOnce(Connection) -> Fut,
+    Fut: Future<Output = Result<(Connection, T), StoreError>>,
+{
+    let (connection, slot) = checkout.into_parts();
+    match tokio::time::timeout(bound, work(connection)).await {
+        Ok(Ok((connection, value))) => {
+            pools.give_back(server, connection, slot);
+            Ok(value)
+        }
+        Ok(Err(error)) => Err(error),
+        Err(_) => Err(StoreError::new(
+            StoreErrorKind::Timeout,
+            format!("no answer within {bound:?}; the connection was closed"),
+        )),
     }
 }
 
@@ -309,40 +386,39 @@ impl Store for ClassicStore {
         } else {
             Vec::new()
         };
+        let reading = !reads.is_empty();
         let delta_text = delta.to_string();
         let mut request = Vec::new();
         reply::command(&mut request, &[b"incr", key, delta_text.as_bytes()]);
-        if !reads.is_empty() {
+        if reading {
             get_command(&mut request, b"get", &reads);
         }
         let ttl = wire_ttl(ttl);
+        let key = key.to_vec();
         let (value, items) = self
-            .with_connection(server, true, |mut connection| async move {
+            .with_connection(server, true, move |mut connection| async move {
                 {
-                    self.sent();
                     connection.send(&request).await?;
                 }
                 let incremented = reply::arithmetic(&mut connection).await;
                 // The reads' replies follow whatever the increment answered.
-                let items = match reads.is_empty() {
-                    true => Default::default(),
-                    false => reply::items(&mut connection).await?,
+                let items = match reading {
+                    true => reply::items(&mut connection).await?,
+                    false => Default::default(),
                 };
                 let mut value = incremented?;
                 let mut rounds = 0;
                 while value.is_none() && rounds < CREATE_ROUNDS {
                     rounds += 1;
                     let mut add = Vec::new();
-                    reply::storage(&mut add, b"add", key, ttl, delta_text.as_bytes(), None);
-                    self.sent();
+                    reply::storage(&mut add, b"add", &key, ttl, delta_text.as_bytes(), None);
                     connection.send(&add).await?;
                     if reply::stored(&mut connection).await? {
                         value = Some(delta);
                     } else {
                         // Another process created it first: add to theirs.
                         let mut again = Vec::new();
-                        reply::command(&mut again, &[b"incr", key, delta_text.as_bytes()]);
-                        self.sent();
+                        reply::command(&mut again, &[b"incr", &key, delta_text.as_bytes()]);
                         connection.send(&again).await?;
                         value = reply::arithmetic(&mut connection).await?;
                     }
@@ -350,7 +426,7 @@ impl Store for ClassicStore {
                 let value = value.ok_or_else(|| {
                     protocol(format!(
                         "{} kept disappearing between incr and add",
-                        String::from_utf8_lossy(key)
+                        String::from_utf8_lossy(&key)
                     ))
                 })?;
                 Ok((connection, (value, items)))
@@ -377,9 +453,8 @@ impl Store for ClassicStore {
         let delta = delta.to_string();
         let mut request = Vec::new();
         reply::command(&mut request, &[b"decr", key, delta.as_bytes()]);
-        self.with_connection(self.home(key), true, |mut connection| async move {
+        self.with_connection(self.home(key), true, move |mut connection| async move {
             {
-                self.sent();
                 connection.send(&request).await?;
             }
             let value = reply::arithmetic(&mut connection).await?;
@@ -408,9 +483,8 @@ impl Store for ClassicStore {
         let mut request = Vec::new();
         get_command(&mut request, b"gets", &[key]);
         let mut items = self
-            .with_connection(self.home(key), false, |mut connection| async move {
+            .with_connection(self.home(key), false, move |mut connection| async move {
                 {
-                    self.sent();
                     connection.send(&request).await?;
                 }
                 let items = reply::items(&mut connection).await?;
@@ -448,9 +522,8 @@ impl Store for ClassicStore {
             }
         }
         let stored = self
-            .with_connection(self.home(key), true, |mut connection| async move {
+            .with_connection(self.home(key), true, move |mut connection| async move {
                 {
-                    self.sent();
                     connection.send(&request).await?;
                 }
                 let stored = reply::stored(&mut connection).await?;
@@ -475,9 +548,8 @@ impl Store for ClassicStore {
             }
             let count = group.len();
             deleted += self
-                .with_connection(server, true, |mut connection| async move {
+                .with_connection(server, true, move |mut connection| async move {
                     {
-                        self.sent();
                         connection.send(&request).await?;
                     }
                     let mut existed = 0;

@@ -1,0 +1,131 @@
+//! The classic store's connections: per server, a bounded number of slots
+//! and a stack of idle connections.
+//!
+//! A call takes a slot first (waiting up to the connect timeout while all
+//! are taken), then an idle connection or a new one. The slot is held
+//! until the connection is back on the idle stack or closed, so the
+//! connections open to a server never exceed its slots, whatever the
+//! server does: a server that hangs holds its slots' exchanges until it
+//! answers (see [`detached`](crate::store::detach)), and later calls wait
+//! for a slot instead of dialing.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::connection::Connection;
+use crate::error::{StoreError, StoreErrorKind};
+
+/// One server's connections.
+#[derive(Debug)]
+struct ServerPool {
+    address: String,
+    idle: Mutex<Vec<Connection>>,
+    slots: Arc<Semaphore>,
+}
+
+/// The connections of every server of a store.
+#[derive(Debug)]
+pub(super) struct Pools {
+    servers: Vec<ServerPool>,
+    max_connections: usize,
+    max_idle: usize,
+    connect_timeout: Duration,
+    /// Writes sent on any connection, each followed by reading its replies.
+    pub(super) round_trips: Arc<AtomicU64>,
+}
+
+/// A taken connection slot; freed when dropped.
+pub(super) type Slot = OwnedSemaphorePermit;
+
+/// A connection taken from a server's pool, with its slot.
+#[derive(Debug)]
+pub(super) struct Checkout {
+    connection: Connection,
+    slot: Slot,
+}
+
+impl Pools {
+    pub(super) fn new(
+        servers: &[String],
+        max_connections: usize,
+        max_idle: usize,
+        connect_timeout: Duration,
+    ) -> Self {
+        Self {
+            servers: servers
+                .iter()
+                .map(|address| ServerPool {
+                    address: address.clone(),
+                    idle: Mutex::default(),
+                    slots: Arc::new(Semaphore::new(max_connections)),
+                })
+                .collect(),
+            max_connections,
+            max_idle,
+            connect_timeout,
+            round_trips: Arc::default(),
+        }
+    }
+
+    /// A slot and a connection to `server`: an idle one, or a new one.
+    /// Nothing has been sent when this fails.
+    pub(super) async fn checkout(&self, server: usize) -> Result<Checkout, StoreError> {
+        let pool = &self.servers[server];
+        let slot = tokio::time::timeout(
+            self.connect_timeout,
+            Arc::clone(&pool.slots).acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            StoreError::new(
+                StoreErrorKind::Timeout,
+                format!(
+                    "all {} connections to {} stayed busy for {:?} (max_connections)",
+                    self.max_connections, pool.address, self.connect_timeout
+                ),
+            )
+        })?
+        .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
+        let idle = pool
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let connection = match idle {
+            Some(connection) => connection,
+            None => {
+                Connection::open(
+                    &pool.address,
+                    self.connect_timeout,
+                    Arc::clone(&self.round_trips),
+                )
+                .await?
+            }
+        };
+        Ok(Checkout { connection, slot })
+    }
+
+    /// Puts a connection whose exchange ended cleanly back on the idle
+    /// stack (or closes it, past `max_idle`), and frees its slot.
+    pub(super) fn give_back(&self, server: usize, connection: Connection, slot: Slot) {
+        let mut idle = self.servers[server]
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max_idle {
+            idle.push(connection);
+        }
+        drop(idle);
+        drop(slot);
+    }
+}
+
+impl Checkout {
+    /// The connection and its slot, apart.
+    pub(super) fn into_parts(self) -> (Connection, Slot) {
+        (self.connection, self.slot)
+    }
+}
