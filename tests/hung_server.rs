@@ -187,3 +187,86 @@ async fn a_configured_bound_holds_through_the_meta_store_without_pipelining() {
     let name = "meta store, not pipelined, 8 connections";
     connections_stay_bounded(name, Arc::new(store), &server, 8).await;
 }
+
+/// With 2 connections, an I/O timeout of 100 ms and a drain timeout of
+/// 100 ms: two calls on a stopped server time out and hold both
+/// connections; a third finds none free; once the two exchanges have run
+/// out their 200 ms their connections are closed, and a fourth call gets
+/// one again.
+async fn a_server_that_never_answers_holds_connections_only_for_the_drain_timeout(
+    name: &str,
+    store: Arc<dyn Store>,
+    server: &Memcached,
+) {
+    let ttl = Duration::from_secs(60);
+    let call = |tag: &'static str| {
+        let store = Arc::clone(&store);
+        async move {
+            let key = format!("drain:{tag}");
+            store.increment(key.as_bytes(), 1, ttl, &[]).await
+        }
+    };
+    server.signal("STOP");
+    let started = Instant::now();
+    let (first, second) = tokio::join!(call("a"), call("b"));
+    for outcome in [first, second] {
+        let error = outcome.expect_err("a stopped server answers nothing");
+        assert!(
+            error.to_string().contains("did not answer"),
+            "{name}: {error}"
+        );
+    }
+    let third = call("c").await.expect_err("no free connection");
+    assert!(
+        third.to_string().contains("all 2 connections"),
+        "{name}: {third}"
+    );
+    tokio::time::sleep(Duration::from_millis(350).saturating_sub(started.elapsed())).await;
+    let fourth = call("d").await.expect_err("still stopped");
+    assert!(
+        fourth.to_string().contains("did not answer"),
+        "{name}: the connections were not given up after the drain timeout: {fourth}"
+    );
+    server.signal("CONT");
+    eprintln!("{name}: {third}; after the drain timeout: {fourth}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_classic_store_gives_up_connections_after_the_drain_timeout() {
+    let server = Memcached::start();
+    let store = ClassicStore::builder()
+        .server(server.address())
+        .max_connections(2)
+        .io_timeout(Duration::from_millis(100))
+        .drain_timeout(Duration::from_millis(100))
+        .connect_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    a_server_that_never_answers_holds_connections_only_for_the_drain_timeout(
+        "classic store",
+        Arc::new(store),
+        &server,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_meta_store_gives_up_connections_after_the_drain_timeout() {
+    let server = Memcached::start();
+    let store = MemcachedStore::builder()
+        .server(server.address())
+        .pipelining(false)
+        .max_connections(2)
+        .io_timeout(Duration::from_millis(100))
+        .drain_timeout(Duration::from_millis(100))
+        .connect_timeout(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    a_server_that_never_answers_holds_connections_only_for_the_drain_timeout(
+        "meta store, not pipelined",
+        Arc::new(store),
+        &server,
+    )
+    .await;
+}

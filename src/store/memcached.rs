@@ -72,6 +72,9 @@ pub struct MemcachedStore {
     servers: Vec<String>,
     /// How long a caller waits for its exchange.
     io_timeout: Duration,
+    /// How long a call outside the pipeline waits for a connection slot.
+    connect_timeout: Duration,
+    max_connections: usize,
     /// Per server, the connection slots of calls that bypass the pipeline;
     /// the pipeline's own batches are bounded by its depth.
     slots: Arc<[Arc<Semaphore>]>,
@@ -278,6 +281,8 @@ impl MemcachedStoreBuilder {
         Ok(MemcachedStore {
             client,
             io_timeout: self.io_timeout,
+            connect_timeout: self.connect_timeout,
+            max_connections: self.max_connections,
             slots,
             servers: self.servers,
             pipeline: pipeline.filter(|_| classic.is_none()),
@@ -316,15 +321,20 @@ impl MemcachedStore {
         }
         match tokio::time::timeout(self.io_timeout, self.client.noop()).await {
             Ok(answered) => answered.map_err(to_store_error),
-            Err(_) => Err(self.timed_out(false)),
+            Err(_) => Err(self.timed_out(None, false)),
         }
     }
 
-    /// A caller's wait for its exchange ran out.
-    fn timed_out(&self, writes: bool) -> StoreError {
+    /// A caller's wait for its exchange with `server` (or with several)
+    /// ran out.
+    fn timed_out(&self, server: Option<usize>, writes: bool) -> StoreError {
+        let who = match server {
+            Some(server) => format!("memcached {}", self.servers[server]),
+            None => "memcached".to_owned(),
+        };
         let error = StoreError::new(
             StoreErrorKind::Timeout,
-            format!("memcached did not answer within {:?}", self.io_timeout),
+            format!("{who} did not answer within {:?}", self.io_timeout),
         );
         if writes {
             error.ambiguous()
@@ -394,7 +404,7 @@ impl MemcachedStore {
         };
         let results = tokio::time::timeout(self.io_timeout, exchange)
             .await
-            .map_err(|_| self.timed_out(writes))??;
+            .map_err(|_| self.timed_out(self.lane(first, rest), writes))??;
         if results.len() != expected {
             let error = StoreError::new(
                 StoreErrorKind::Protocol,
@@ -420,10 +430,21 @@ impl MemcachedStore {
         let Some(server) = self.lane(first, rest) else {
             return self.client.run_batch(ops).await.map_err(to_store_error);
         };
-        let slot = Arc::clone(&self.slots[server])
-            .acquire_owned()
-            .await
-            .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
+        let slot = tokio::time::timeout(
+            self.connect_timeout,
+            Arc::clone(&self.slots[server]).acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            StoreError::new(
+                StoreErrorKind::Timeout,
+                format!(
+                    "all {} connections to {} stayed busy for {:?} (max_connections)",
+                    self.max_connections, self.servers[server], self.connect_timeout
+                ),
+            )
+        })?
+        .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
         let client = self.client.clone();
         detached(async move {
             let results = client.run_batch(ops).await.map_err(to_store_error);
