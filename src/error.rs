@@ -4,6 +4,8 @@
 //!
 //! [`Decision`]: crate::Decision
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A limiter could not reach a decision.
@@ -78,13 +80,17 @@ pub enum StoreErrorKind {
 ///
 /// `ambiguous` is true when the request was written but its outcome is
 /// unknown: the write may have landed. Limiters never retry such a write
-/// blindly, so nothing is counted twice.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{kind:?} store error{}: {message}", if *.ambiguous { " (outcome unknown)" } else { "" })]
+/// blindly, so nothing is counted twice. The error names the server it
+/// came from, when there is one ([`server`](Self::server)), and keeps the
+/// error it was caused by ([`source`](std::error::Error::source)), such as
+/// the I/O error of a refused connection.
+#[derive(Debug, Clone)]
 pub struct StoreError {
     kind: StoreErrorKind,
     ambiguous: bool,
     message: String,
+    server: Option<Arc<str>>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl StoreError {
@@ -96,12 +102,15 @@ impl StoreError {
     /// let error = StoreError::new(StoreErrorKind::Io, "connection refused");
     /// assert_eq!(error.kind(), StoreErrorKind::Io);
     /// assert!(!error.is_ambiguous());
+    /// assert_eq!(error.server(), None);
     /// ```
     pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             ambiguous: false,
             message: message.into(),
+            server: None,
+            source: None,
         }
     }
 
@@ -110,6 +119,41 @@ impl StoreError {
     #[must_use]
     pub fn ambiguous(mut self) -> Self {
         self.ambiguous = true;
+        self
+    }
+
+    /// Names the server the error came from (`host:port`), unless one is
+    /// named already.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    ///
+    /// let error = StoreError::new(StoreErrorKind::Timeout, "no answer").at("10.0.0.1:11211");
+    /// assert_eq!(error.server(), Some("10.0.0.1:11211"));
+    /// assert_eq!(error.to_string(), "Timeout store error from 10.0.0.1:11211: no answer");
+    /// ```
+    #[must_use]
+    pub fn at(mut self, server: &str) -> Self {
+        if self.server.is_none() {
+            self.server = Some(server.into());
+        }
+        self
+    }
+
+    /// Keeps `cause` as the error's [`source`](std::error::Error::source).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    /// use std::error::Error as _;
+    ///
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// let error = StoreError::new(StoreErrorKind::Io, "connecting").caused_by(refused);
+    /// let source = error.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
+    /// assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+    /// ```
+    #[must_use]
+    pub fn caused_by(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(cause));
         self
     }
 
@@ -123,9 +167,35 @@ impl StoreError {
         self.ambiguous
     }
 
-    /// The failure's description.
+    /// The failure's description, without the server.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// The server (`host:port`) the error came from, if it came from one.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} store error", self.kind)?;
+        if self.ambiguous {
+            f.write_str(" (outcome unknown)")?;
+        }
+        if let Some(server) = &self.server {
+            write!(f, " from {server}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|source| source as &(dyn std::error::Error + 'static))
     }
 }
 

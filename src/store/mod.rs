@@ -38,15 +38,10 @@
 //!   [`is_ambiguous`](crate::StoreError::is_ambiguous) set, and is never
 //!   retried by the store.
 
-mod classic;
 mod counting;
-mod detach;
 mod immediate;
 mod memcached;
 mod memory;
-mod pipeline;
-mod protocol;
-mod router;
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -55,14 +50,13 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 
-pub use classic::{ClassicStore, ClassicStoreBuilder};
 pub use counting::{CountingStore, StoreCalls};
 pub use immediate::{ImmediateStore, UpdateStep};
-pub use memcached::{MemcachedStore, MemcachedStoreBuilder};
+pub use memcached::{
+    ClassicStore, ClassicStoreBuilder, ClientRouter, MemcachedStore, MemcachedStoreBuilder,
+    PipelineStats, Protocol,
+};
 pub use memory::MemoryStore;
-pub use pipeline::PipelineStats;
-pub use protocol::Protocol;
-pub use router::ClientRouter;
 
 /// The most connections a memcached store keeps open to one server at
 /// once, by default, in either protocol

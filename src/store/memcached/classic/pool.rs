@@ -83,8 +83,8 @@ impl Pools {
             StoreError::new(
                 StoreErrorKind::Timeout,
                 format!(
-                    "all {} connections to {} stayed busy for {:?} (max_connections)",
-                    self.max_connections, pool.address, self.connect_timeout
+                    "all {} connections stayed busy for {:?} (max_connections)",
+                    self.max_connections, self.connect_timeout
                 ),
             )
         })?

@@ -39,14 +39,11 @@ impl Connection {
             .map_err(|_| {
                 StoreError::new(
                     StoreErrorKind::Timeout,
-                    format!("connecting to {address} took over {timeout:?}"),
+                    format!("connecting took over {timeout:?}"),
                 )
             })?
             .map_err(|error| {
-                StoreError::new(
-                    StoreErrorKind::Io,
-                    format!("connecting to {address}: {error}"),
-                )
+                StoreError::new(StoreErrorKind::Io, format!("connecting: {error}")).caused_by(error)
             })?;
         stream.set_nodelay(true).map_err(io)?;
         let (read, write) = stream.into_split();
@@ -101,7 +98,7 @@ impl Connection {
 }
 
 fn io(error: std::io::Error) -> StoreError {
-    StoreError::new(StoreErrorKind::Io, error.to_string())
+    StoreError::new(StoreErrorKind::Io, error.to_string()).caused_by(error)
 }
 
 pub(super) fn protocol(message: String) -> StoreError {

@@ -46,15 +46,22 @@
 //! hands them work; like the pooled connections, a store is meant to be
 //! used from one runtime.
 
+mod replies;
+mod slot;
+mod stats;
+
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use memcache::exp::{AsyncMetaClient, Error as McError, Op, OpResult};
 use tokio::sync::oneshot;
 
+use self::replies::{is_error_reply, unread};
+use self::slot::{InlineSlot, Slot};
+pub use self::stats::PipelineStats;
+use self::stats::Stats;
 use super::detach::detached;
-use super::memcached::to_store_error;
+use super::errors::to_store_error;
 use crate::error::{StoreError, StoreErrorKind};
 
 /// The most jobs one batch carries.
@@ -69,59 +76,6 @@ pub(crate) const MAX_OPS: usize = 128;
 /// One job's results: one per operation, in order. The outer error means
 /// nothing of the job was sent.
 pub(crate) type JobResults = Result<Vec<Result<OpResult, McError>>, StoreError>;
-
-/// Counters of what the pipeline sent, from [`MemcachedStore::pipeline_stats`].
-///
-/// `jobs / batches` is the average number of store calls that shared one
-/// round trip. Calls whose keys span servers, and every call of a store
-/// built with [`pipelining(false)`](super::MemcachedStoreBuilder::pipelining),
-/// bypass the pipeline and are not counted.
-///
-/// [`MemcachedStore::pipeline_stats`]: super::MemcachedStore::pipeline_stats
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PipelineStats {
-    /// Batches sent (`run_batch` exchanges, one round trip each).
-    pub batches: u64,
-    /// Store calls sent in those batches.
-    pub jobs: u64,
-    /// memcached operations sent in those batches.
-    pub ops: u64,
-    /// Queued calls that were never sent because their caller had stopped
-    /// waiting (a deadline passed) before their batch went out.
-    pub abandoned: u64,
-    /// The most calls one batch carried.
-    pub largest_batch: u64,
-}
-
-impl PipelineStats {
-    /// Store calls per batch on average; 0 before the first batch.
-    pub fn jobs_per_batch(&self) -> f64 {
-        if self.batches == 0 {
-            0.0
-        } else {
-            self.jobs as f64 / self.batches as f64
-        }
-    }
-}
-
-#[derive(Default)]
-struct Stats {
-    batches: AtomicU64,
-    jobs: AtomicU64,
-    ops: AtomicU64,
-    abandoned: AtomicU64,
-    largest_batch: AtomicU64,
-}
-
-impl Stats {
-    fn batch(&self, jobs: usize, ops: usize) {
-        self.batches.fetch_add(1, Ordering::Relaxed);
-        self.jobs.fetch_add(jobs as u64, Ordering::Relaxed);
-        self.ops.fetch_add(ops as u64, Ordering::Relaxed);
-        self.largest_batch.fetch_max(jobs as u64, Ordering::Relaxed);
-    }
-}
 
 struct Job {
     ops: Vec<Op>,
@@ -186,14 +140,7 @@ impl Pipeline {
 
     /// The counters so far.
     pub(crate) fn stats(&self) -> PipelineStats {
-        let stats = &self.inner.stats;
-        PipelineStats {
-            batches: stats.batches.load(Ordering::Relaxed),
-            jobs: stats.jobs.load(Ordering::Relaxed),
-            ops: stats.ops.load(Ordering::Relaxed),
-            abandoned: stats.abandoned.load(Ordering::Relaxed),
-            largest_batch: stats.largest_batch.load(Ordering::Relaxed),
-        }
+        self.inner.stats.snapshot()
     }
 
     /// Runs `ops`, whose keys all live on server `lane`, in order and
@@ -287,7 +234,7 @@ impl Inner {
             replies.push(job.reply);
         }
         if abandoned > 0 {
-            self.stats.abandoned.fetch_add(abandoned, Ordering::Relaxed);
+            self.stats.abandoned(abandoned);
         }
         if replies.is_empty() {
             return;
@@ -386,109 +333,6 @@ impl Inner {
         for job in jobs {
             let _ = job.reply.send(Err(error.clone()));
         }
-    }
-}
-
-/// Whether memcached answered an operation with an error line
-/// (`CLIENT_ERROR`, `SERVER_ERROR`): the `memcache` client stops reading a
-/// batch there, though memcached goes on executing the rest of it.
-fn is_error_reply(error: &McError) -> bool {
-    match error {
-        McError::Ambiguous { source, .. } => is_error_reply(source),
-        McError::Rejected(_) | McError::Server(_) => true,
-        _ => false,
-    }
-}
-
-/// The answer for a job batched after another job's error reply. Its
-/// operations were sent and memcached probably executed them, but their
-/// answers were never read; the `memcache` client reports each with the
-/// other job's error, which would mislead (an increment "rejected" as
-/// non-numeric because of someone else's key), so say what happened.
-/// Ambiguous exactly when the client found a written operation with side
-/// effects among them.
-fn unread(cause: &str, server: &str, results: Vec<Result<OpResult, McError>>) -> JobResults {
-    if results.iter().all(Result::is_ok) {
-        return Ok(results);
-    }
-    let error = StoreError::new(
-        StoreErrorKind::Io,
-        format!(
-            "answer not read: memcached {server} answered an earlier call in the same \
-             pipelined batch with an error ({cause}), and the client stops reading a batch there"
-        ),
-    );
-    let written = results
-        .iter()
-        .any(|result| matches!(result, Err(error) if error.is_ambiguous()));
-    Err(if written { error.ambiguous() } else { error })
-}
-
-/// The batch slot a call took to run its own job in its own future. Freed
-/// (or handed to the queue) when the call ends or is cancelled.
-struct InlineSlot<'a> {
-    inner: &'a Arc<Inner>,
-    lane: usize,
-}
-
-impl Drop for InlineSlot<'_> {
-    fn drop(&mut self) {
-        self.inner.hand_off(self.lane, true);
-    }
-}
-
-/// The batch slot of a spawned task that sends queued jobs. Dropped before
-/// the queue ran dry (the runtime shut down), it fails the jobs it had not
-/// sent and hands the slot on to the queue.
-struct Slot {
-    inner: Arc<Inner>,
-    lane: usize,
-    /// Whether the holder ever ran; a task dropped before its first poll
-    /// (runtime shutting down) must not spawn a successor.
-    started: bool,
-    /// Jobs assigned to this slot and not yet sent.
-    pending: Vec<Job>,
-    finished: bool,
-}
-
-impl Slot {
-    fn pending(inner: Arc<Inner>, lane: usize, jobs: Vec<Job>) -> Self {
-        Self {
-            inner,
-            lane,
-            started: false,
-            pending: jobs,
-            finished: false,
-        }
-    }
-
-    /// Sends batches until the queue is empty, then frees the slot.
-    async fn drive(mut self) {
-        self.started = true;
-        loop {
-            let jobs = std::mem::take(&mut self.pending);
-            self.inner.run_jobs(self.lane, jobs).await;
-            match self.inner.next_batch(self.lane) {
-                Some(jobs) => self.pending = jobs,
-                None => {
-                    self.finished = true;
-                    return;
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        let pending = std::mem::take(&mut self.pending);
-        if !pending.is_empty() {
-            self.inner.fail(self.lane, pending);
-        }
-        self.inner.hand_off(self.lane, self.started);
     }
 }
 

@@ -1,0 +1,242 @@
+//! The memcached store: a fleet spoken to with the meta protocol
+//! ([`meta`]), or with the classic protocol ([`classic`]) for what does not
+//! pass the meta protocol through, such as twemproxy.
+//!
+//! - [`builder`]: the settings, checked when the store is built;
+//! - [`pipeline`] and [`detach`]: how calls share round trips, and how an
+//!   exchange outlives a caller that stopped waiting;
+//! - [`router`]: which server holds a key;
+//! - [`protocol`]: the choice between the two protocols;
+//! - [`errors`]: the `memcache` client's errors as store errors.
+
+mod builder;
+pub(crate) mod classic;
+mod detach;
+mod errors;
+mod meta;
+mod pipeline;
+mod protocol;
+mod router;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use self::builder::MemcachedStoreBuilder;
+pub use self::classic::{ClassicStore, ClassicStoreBuilder};
+use self::meta::MetaStore;
+pub use self::pipeline::PipelineStats;
+pub use self::protocol::Protocol;
+pub use self::router::ClientRouter;
+use super::{Counters, PutCondition, PutOutcome, Store, Versioned};
+use crate::error::StoreError;
+
+/// A memcached server or fleet, spoken to with the meta protocol.
+///
+/// Keys are placed by [`ClientRouter`], so all the keys of one client sit
+/// on one server and every [`Store`] call is one pipelined round trip to
+/// that server. Connections are pooled per server and dialed lazily: a
+/// server that is down shows up as an error on the calls placed on it, and
+/// the clients placed elsewhere are not affected.
+///
+/// **Auto-pipelining** (on by default, see
+/// [`MemcachedStoreBuilder::pipelining`]): calls in flight at the same
+/// moment toward one server share one batch, one round trip on one
+/// connection, so throughput under concurrency is not bounded by one
+/// connection per call. A call that finds the server idle goes out at once
+/// from its own task, so a lone call is as fast as without pipelining.
+/// Each call keeps its own results and errors, and a written operation is
+/// never retried. [`MemcachedStore::pipeline_stats`] counts the batches.
+/// Pipelining spawns tasks on the caller's tokio runtime while calls queue.
+///
+/// **Connections** per server are bounded
+/// ([`MemcachedStoreBuilder::max_connections`]), and an exchange whose
+/// caller stops waiting (its I/O timeout or a limiter's deadline passed)
+/// goes on in the background until its replies are read
+/// ([`MemcachedStoreBuilder::drain_timeout`]), so a server that hangs for a
+/// while costs no new connections: the ones that waited are used again
+/// once it answers.
+///
+/// ```no_run
+/// use memcache_ratelimit::store::MemcachedStore;
+/// use std::time::Duration;
+///
+/// # async fn example() -> Result<(), memcache_ratelimit::StoreError> {
+/// let store = MemcachedStore::builder()
+///     .servers(["10.0.0.1:11211", "10.0.0.2:11211"])
+///     .io_timeout(Duration::from_millis(250))
+///     .build()
+///     .await?;
+/// assert_eq!(store.servers().len(), 2);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct MemcachedStore {
+    servers: Vec<String>,
+    backend: Backend,
+}
+
+/// The protocol a [`MemcachedStore`] speaks, and what it needs for it.
+#[derive(Clone)]
+enum Backend {
+    Meta(MetaStore),
+    Classic(Arc<ClassicStore>),
+}
+
+impl MemcachedStore {
+    /// Starts configuring a store.
+    pub fn builder() -> MemcachedStoreBuilder {
+        MemcachedStoreBuilder::default()
+    }
+
+    /// A store on `servers` with the default settings.
+    pub async fn connect<S: Into<String>>(
+        servers: impl IntoIterator<Item = S>,
+    ) -> Result<Self, StoreError> {
+        Self::builder().servers(servers).build().await
+    }
+
+    /// The servers, as configured.
+    pub fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// The server that holds `key`.
+    pub fn server_for(&self, key: &[u8]) -> &str {
+        &self.servers[ClientRouter::place(key, &self.servers)]
+    }
+
+    /// Checks that every server answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Meta(meta) => meta.ping().await,
+            Backend::Classic(classic) => classic.ping().await,
+        }
+    }
+
+    /// The protocol the store speaks: [`Protocol::Meta`] or
+    /// [`Protocol::Classic`], as chosen or detected.
+    pub fn protocol(&self) -> Protocol {
+        match self.backend {
+            Backend::Meta(_) => Protocol::Meta,
+            Backend::Classic(_) => Protocol::Classic,
+        }
+    }
+
+    /// Whether calls are auto-pipelined (only the meta protocol pipelines).
+    pub fn is_pipelining(&self) -> bool {
+        match &self.backend {
+            Backend::Meta(meta) => meta.is_pipelining(),
+            Backend::Classic(_) => false,
+        }
+    }
+
+    /// What the pipeline has sent so far, summed over servers and shared by
+    /// clones of this store; all zero when pipelining is off.
+    pub fn pipeline_stats(&self) -> PipelineStats {
+        match &self.backend {
+            Backend::Meta(meta) => meta.pipeline_stats(),
+            Backend::Classic(_) => PipelineStats::default(),
+        }
+    }
+
+    /// The backend as a [`Store`].
+    fn store(&self) -> &dyn Store {
+        match &self.backend {
+            Backend::Meta(meta) => meta,
+            Backend::Classic(classic) => classic.as_ref(),
+        }
+    }
+
+    /// `error`, naming the server of `key` unless the backend named one.
+    fn naming_the_server_of(&self, key: &[u8]) -> impl FnOnce(StoreError) -> StoreError + '_ {
+        let server = self.server_for(key);
+        move |error| error.at(server)
+    }
+
+    /// `error`, naming the server of `keys` if they all live on one.
+    fn naming_the_server_of_all(
+        &self,
+        keys: &[Vec<u8>],
+    ) -> impl FnOnce(StoreError) -> StoreError + '_ {
+        let mut servers = keys.iter().map(|key| self.server_for(key));
+        let first = servers.next();
+        let one = first.filter(|first| servers.all(|other| other == *first));
+        move |error| match one {
+            Some(server) => error.at(server),
+            None => error,
+        }
+    }
+}
+
+impl fmt::Debug for MemcachedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemcachedStore")
+            .field("servers", &self.servers)
+            .field("protocol", &self.protocol())
+            .field("pipelining", &self.is_pipelining())
+            .finish()
+    }
+}
+
+/// Every call goes to the backend; its error names the server it came
+/// from.
+#[async_trait]
+impl Store for MemcachedStore {
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError> {
+        self.store()
+            .increment(key, delta, ttl, also_read)
+            .await
+            .map_err(self.naming_the_server_of(key))
+    }
+
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        self.store()
+            .decrement(key, delta)
+            .await
+            .map_err(self.naming_the_server_of(key))
+    }
+
+    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+        self.store()
+            .get_counters(keys)
+            .await
+            .map_err(self.naming_the_server_of_all(keys))
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        self.store()
+            .get(key)
+            .await
+            .map_err(self.naming_the_server_of(key))
+    }
+
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError> {
+        self.store()
+            .put(key, value, ttl, condition)
+            .await
+            .map_err(self.naming_the_server_of(key))
+    }
+
+    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+        self.store()
+            .delete(keys)
+            .await
+            .map_err(self.naming_the_server_of_all(keys))
+    }
+}

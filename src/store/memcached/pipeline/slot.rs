@@ -1,0 +1,74 @@
+//! The batch slots of a lane: the one a call takes to run its own job, and
+//! the one a spawned task holds while it drains the queue.
+
+use std::sync::Arc;
+
+use super::{Inner, Job};
+
+/// The batch slot a call took to run its own job in its own future. Freed
+/// (or handed to the queue) when the call ends or is cancelled.
+pub(super) struct InlineSlot<'a> {
+    pub(super) inner: &'a Arc<Inner>,
+    pub(super) lane: usize,
+}
+
+impl Drop for InlineSlot<'_> {
+    fn drop(&mut self) {
+        self.inner.hand_off(self.lane, true);
+    }
+}
+
+/// The batch slot of a spawned task that sends queued jobs. Dropped before
+/// the queue ran dry (the runtime shut down), it fails the jobs it had not
+/// sent and hands the slot on to the queue.
+pub(super) struct Slot {
+    inner: Arc<Inner>,
+    lane: usize,
+    /// Whether the holder ever ran; a task dropped before its first poll
+    /// (runtime shutting down) must not spawn a successor.
+    started: bool,
+    /// Jobs assigned to this slot and not yet sent.
+    pending: Vec<Job>,
+    finished: bool,
+}
+
+impl Slot {
+    pub(super) fn pending(inner: Arc<Inner>, lane: usize, jobs: Vec<Job>) -> Self {
+        Self {
+            inner,
+            lane,
+            started: false,
+            pending: jobs,
+            finished: false,
+        }
+    }
+
+    /// Sends batches until the queue is empty, then frees the slot.
+    pub(super) async fn drive(mut self) {
+        self.started = true;
+        loop {
+            let jobs = std::mem::take(&mut self.pending);
+            self.inner.run_jobs(self.lane, jobs).await;
+            match self.inner.next_batch(self.lane) {
+                Some(jobs) => self.pending = jobs,
+                None => {
+                    self.finished = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.is_empty() {
+            self.inner.fail(self.lane, pending);
+        }
+        self.inner.hand_off(self.lane, self.started);
+    }
+}
