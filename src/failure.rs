@@ -44,6 +44,7 @@ use crate::RateLimiter;
 /// the [module documentation](self).
 ///
 /// ```
+/// # #[cfg(feature = "memcached")] {
 /// use memcache_ratelimit::{FailurePolicy, FixedWindow, MemcachedStore};
 /// use std::sync::Arc;
 /// use std::time::Duration;
@@ -63,6 +64,7 @@ use crate::RateLimiter;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// # use memcache_ratelimit::RateLimiter;
+/// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum FailurePolicy {

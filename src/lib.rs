@@ -72,6 +72,7 @@
 //! With memcached, only the store changes:
 //!
 //! ```no_run
+//! # #[cfg(feature = "memcached")] {
 //! use memcache_ratelimit::{MemcachedStore, RateLimiter, SlidingWindow};
 //! use std::sync::Arc;
 //!
@@ -85,6 +86,7 @@
 //!     println!("429, retry after {:?}", decision.retry_after());
 //! }
 //! # Ok(())
+//! # }
 //! # }
 //! ```
 //!
@@ -154,9 +156,11 @@ pub use limiter::{
 pub use quota::{Quota, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD};
 pub use spec::{Algorithm, LimiterSpec};
 pub use stats::LimiterStats;
-pub use store::{MemcachedStore, MemoryStore};
+#[cfg(feature = "memcached")]
+pub use store::MemcachedStore;
+pub use store::MemoryStore;
 
 /// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "memcached"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

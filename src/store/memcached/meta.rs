@@ -16,11 +16,11 @@ use super::detach::detached;
 use super::errors::to_store_error;
 use super::pipeline::{Pipeline, PipelineStats};
 use super::router::ClientRouter;
+use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
 use crate::store::{
-    check_key, check_value, parse_counter, wire_ttl, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store, Versioned,
 };
 
 /// memcached spoken to with the meta protocol.

@@ -17,6 +17,7 @@ mod meta;
 mod pipeline;
 mod protocol;
 mod router;
+mod wire;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,8 +31,22 @@ use self::meta::MetaStore;
 pub use self::pipeline::PipelineStats;
 pub use self::protocol::Protocol;
 pub use self::router::ClientRouter;
+#[cfg(feature = "config")]
+pub(crate) use self::wire::is_host_port;
 use super::{Counters, PutCondition, PutOutcome, Store, Versioned};
 use crate::error::StoreError;
+
+/// The most connections a memcached store keeps open to one server at
+/// once, by default, in either protocol
+/// ([`MemcachedStoreBuilder::max_connections`],
+/// [`ClassicStoreBuilder::max_connections`]).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
+
+/// How long past its I/O timeout an exchange whose caller stopped waiting
+/// goes on in the background by default, to read its replies and keep its
+/// connection ([`MemcachedStoreBuilder::drain_timeout`],
+/// [`ClassicStoreBuilder::drain_timeout`]).
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A memcached server or fleet, spoken to with the meta protocol.
 ///

@@ -7,7 +7,8 @@ use std::time::Duration;
 use super::pool::Pools;
 use super::ClassicStore;
 use crate::error::{StoreError, StoreErrorKind};
-use crate::store::{is_host_port, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+use crate::store::memcached::wire::is_host_port;
+use crate::store::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
 /// The default bound on one call's exchange with a server.
 const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(1);

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use super::connection::protocol;
 use super::{reply, ClassicStore};
 use crate::error::StoreError;
+use crate::store::memcached::wire::wire_ttl;
 use crate::store::{
-    check_key, check_value, parse_counter, wire_ttl, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store, Versioned,
 };
 
 /// `incr` / `add` rounds before a missing counter is reported: each lost
