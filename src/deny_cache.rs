@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::algorithm::buckets::unix_nanos;
+use crate::algorithm::window::buckets::unix_nanos;
 use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-pub(crate) use crate::algorithm::buckets::unix_nanos;
+pub(crate) use crate::algorithm::window::buckets::unix_nanos;
 use crate::algorithm::{CasPolicy, Inspection};
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;

@@ -17,27 +17,16 @@
 //! algorithms retry their read and write when another writer got there
 //! first ([`CasPolicy`]).
 
-pub(crate) mod buckets;
-mod fixed_window;
-mod gcra;
-mod hybrid_quota;
+mod cas;
 mod inspect;
-mod optimistic;
-mod sealed;
-mod sliding_log;
-mod sliding_window;
-mod token_bucket;
-mod window;
-mod window_math;
-mod window_repair;
+pub(crate) mod window;
 
-pub use fixed_window::{FixedWindow, FixedWindowConfig};
-pub use gcra::{Gcra, GcraConfig, Reservation};
-pub use hybrid_quota::{HybridQuota, HybridQuotaConfig};
-pub use inspect::{InspectedKey, Inspection};
-pub use optimistic::{CasPolicy, CasStats};
-pub use sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
-pub use sliding_window::{
-    SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS,
+pub use self::cas::{
+    CasPolicy, CasStats, Gcra, GcraConfig, HybridQuota, HybridQuotaConfig, Reservation, SlidingLog,
+    SlidingLogConfig, TokenBucket, TokenBucketConfig, MAX_LOG_LIMIT,
 };
-pub use token_bucket::{TokenBucket, TokenBucketConfig};
+pub use self::inspect::{InspectedKey, Inspection};
+pub use self::window::{
+    FixedWindow, FixedWindowConfig, SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE,
+    MAX_SUB_WINDOWS,
+};

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::buckets::Buckets;
+use super::engine::WindowCounter;
 use super::sealed::SealedCache;
-use super::window::WindowCounter;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
 use crate::quota::Quota;

@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
 use super::buckets::{unix_nanos, Buckets};
-use super::inspect::{InspectedKey, Inspection};
+use super::math::{admits, verdict, Position};
+use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
-use super::window_math::{admits, verdict, Position};
-use super::window_repair::{not_a_counter, repair};
+use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::StoreError;

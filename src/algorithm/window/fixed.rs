@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::buckets::Buckets;
-use super::window::WindowCounter;
+use super::engine::WindowCounter;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
 use crate::quota::Quota;

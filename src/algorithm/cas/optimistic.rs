@@ -94,7 +94,7 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::sync::oneshot;
 
-use super::inspect::{InspectedKey, Inspection};
+use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::failure::Failures;

@@ -1,0 +1,23 @@
+//! The window algorithms: counters in time buckets, one atomic increment
+//! per decision.
+//!
+//! - [`fixed`]: the fixed window, one counter per calendar window;
+//! - [`sliding`]: the approximated sliding window over `n` sub-windows;
+//! - [`engine`]: the increment-and-read both share, with the refund of a
+//!   denial and the repair of a wrapped counter ([`repair`]);
+//! - [`math`]: the estimate and the exact integer decision, pure;
+//! - [`buckets`]: time to bucket indices and key suffixes;
+//! - [`sealed`]: the cache of buckets that can no longer change.
+
+pub(crate) mod buckets;
+mod engine;
+mod fixed;
+mod math;
+mod repair;
+mod sealed;
+mod sliding;
+
+pub use self::fixed::{FixedWindow, FixedWindowConfig};
+pub use self::sliding::{
+    SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS,
+};
