@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::optimistic::{parameter_suffix, Ask, CasCore, CasLimiter, CasPolicy, CasStats, Step};
+use super::core::{parameter_suffix, Ask, CasCore, Step};
+use super::optimistic::CasLimiter;
+use super::policy::CasPolicy;
+use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::limiter::{delegate_rate_limiter, LimiterBuilder};

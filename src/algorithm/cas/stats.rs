@@ -1,0 +1,71 @@
+//! [`CasStats`]: what a compare-and-swap limiter has been through.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a compare-and-swap limiter has been through, since it was built.
+///
+/// Requests for one key that overlap in time are decided together, as a
+/// group with one read and one write (see [`CasPolicy`](crate::CasPolicy)); `attempts`,
+/// `conflicts` and `retries` count those shared read-decide-write attempts,
+/// while `decisions`, `exhausted` and `combined` count requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CasStats {
+    /// Decisions asked for: every request, alone or in a group.
+    pub decisions: u64,
+    /// Read-decide-write attempts made, one per group attempt: the requests
+    /// of a group share one read and one write.
+    pub attempts: u64,
+    /// Writes that lost the race to another writer. Requests of one limiter
+    /// never race each other, so these are writes from other processes, or
+    /// other limiters on the same key.
+    pub conflicts: u64,
+    /// Attempts made again after a conflict.
+    pub retries: u64,
+    /// Requests that ran out of attempts ([`Error::Contention`](crate::Error::Contention)); every
+    /// member of a group that ran out counts.
+    pub exhausted: u64,
+    /// Stored values that could not be read as this algorithm's state and
+    /// were replaced. Each is also counted, with the states clamped to the
+    /// policy's horizon, in
+    /// [`FailureStats::repaired`](crate::FailureStats::repaired).
+    pub replaced: u64,
+    /// Requests decided in a group with at least one other request, sharing
+    /// its read and write instead of racing it. Zero when requests for a
+    /// key never overlap.
+    pub combined: u64,
+}
+
+/// The counters behind [`CasStats`], by index.
+pub(super) const DECISIONS: usize = 0;
+pub(super) const ATTEMPTS: usize = 1;
+pub(super) const CONFLICTS: usize = 2;
+pub(super) const RETRIES: usize = 3;
+pub(super) const EXHAUSTED: usize = 4;
+pub(super) const REPLACED: usize = 5;
+pub(super) const COMBINED: usize = 6;
+
+#[derive(Debug, Default)]
+pub(super) struct Counters([AtomicU64; 7]);
+
+impl Counters {
+    pub(super) fn bump(&self, index: usize) {
+        self.add(index, 1);
+    }
+
+    pub(super) fn add(&self, index: usize, n: usize) {
+        self.0[index].fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn snapshot(&self) -> CasStats {
+        let n = |i: usize| self.0[i].load(Ordering::Relaxed);
+        CasStats {
+            decisions: n(DECISIONS),
+            attempts: n(ATTEMPTS),
+            conflicts: n(CONFLICTS),
+            retries: n(RETRIES),
+            exhausted: n(EXHAUSTED),
+            replaced: n(REPLACED),
+            combined: n(COMBINED),
+        }
+    }
+}

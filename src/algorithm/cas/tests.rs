@@ -1,0 +1,278 @@
+//! The optimistic loop and local combining, on a counting core.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::combining::Answer;
+use super::core::*;
+use super::optimistic::*;
+use super::policy::*;
+use crate::decision::Decision;
+use crate::error::{Error, StoreError};
+use crate::limiter::LimiterBuilder;
+use crate::store::{PutCondition, PutOutcome, Store};
+use crate::{Clock, MemoryStore, SystemClock};
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::task::Poll;
+
+fn now() -> i64 {
+    SystemClock.unix_nanos().unwrap()
+}
+
+/// A counter up to `limit`; a cost of `PANIC` panics, as a buggy core
+/// would.
+#[derive(Debug)]
+struct Count {
+    limit: u64,
+}
+
+const PANIC: u64 = 999;
+
+impl CasCore for Count {
+    type State = u64;
+
+    fn capacity(&self) -> u64 {
+        1_000
+    }
+
+    fn suffix(&self) -> &str {
+        "count"
+    }
+
+    fn encode(&self, used: &u64) -> Vec<u8> {
+        used.to_string().into_bytes()
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Option<u64> {
+        std::str::from_utf8(bytes).ok()?.parse().ok()
+    }
+
+    fn repair(&self, used: &mut u64, _now: i64, _skew: i64) -> bool {
+        let over = *used > self.limit;
+        *used = (*used).min(self.limit);
+        over
+    }
+
+    fn decide(&self, state: Option<&u64>, ask: Ask) -> Step<u64> {
+        assert_ne!(ask.cost, PANIC, "a core bug");
+        let used = state.copied().unwrap_or(0);
+        let allowed = used + ask.cost <= self.limit;
+        let after = if allowed { used + ask.cost } else { used };
+        let remaining = self.limit.saturating_sub(after);
+        let minute = Duration::from_secs(60);
+        Step {
+            decision: if allowed {
+                Decision::allowed(self.limit, remaining, minute)
+            } else {
+                Decision::denied(self.limit, remaining, minute, minute)
+            },
+            delay: Duration::ZERO,
+            write: allowed.then_some((after, minute)),
+        }
+    }
+}
+
+/// A [`MemoryStore`] whose reads and writes each wait once, as a
+/// round trip to memcached would, so requests for a key overlap.
+#[derive(Debug, Default)]
+struct Waiting(MemoryStore);
+
+#[async_trait::async_trait]
+impl Store for Waiting {
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<crate::store::Counters, StoreError> {
+        self.0.increment(key, delta, ttl, also_read).await
+    }
+
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        self.0.decrement(key, delta).await
+    }
+
+    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+        self.0.get_counters(keys).await
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<crate::store::Versioned>, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.get(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError> {
+        tokio::task::yield_now().await;
+        self.0.put(key, value, ttl, condition).await
+    }
+
+    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+        self.0.delete(keys).await
+    }
+}
+
+fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
+    // Through the builder, so the test follows whatever settings exist.
+    let (settings, ()) = LimiterBuilder::new("10/minute".parse().unwrap(), store, ())
+        .deadline(Duration::from_secs(10))
+        .into_settings()
+        .unwrap();
+    Arc::new(CasLimiter::new(
+        settings,
+        Count { limit },
+        CasPolicy::default(),
+    ))
+}
+
+/// On a store that waits like memcached.
+fn limiter(limit: u64) -> Arc<CasLimiter<Count>> {
+    limiter_on(Arc::new(Waiting::default()), limit)
+}
+
+fn keys_in_flight(limiter: &CasLimiter<Count>) -> usize {
+    limiter.engine.combiner.keys_in_flight()
+}
+
+/// Spawns `costs.len()` requests for one client, in order, and returns
+/// their answers in the same order. On a current-thread runtime they all
+/// queue before the key's task first runs.
+async fn burst(limiter: &Arc<CasLimiter<Count>>, costs: &[u64]) -> Vec<Answer> {
+    let tasks: Vec<_> = costs
+        .iter()
+        .map(|&cost| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.step(b"c", cost, now(), Duration::ZERO).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for task in tasks {
+        answers.push(task.await.unwrap());
+    }
+    answers
+}
+
+#[tokio::test]
+async fn a_group_is_capped_and_the_key_is_let_go_when_idle() {
+    let limiter = limiter(1_000);
+    let answers = burst(&limiter, &[1; 1_500]).await;
+    let allowed = answers
+        .iter()
+        .filter(|a| a.as_ref().unwrap().0.is_allowed())
+        .count();
+    assert_eq!(allowed, 1_000);
+    let stats = limiter.stats();
+    // 1,024 then 476: two reads, two writes.
+    assert_eq!((stats.decisions, stats.attempts), (1_500, 2));
+    assert_eq!(stats.combined, 1_500);
+    assert_eq!(keys_in_flight(&limiter), 0);
+}
+
+#[tokio::test]
+async fn a_panicking_group_fails_its_members_and_frees_the_key() {
+    let limiter = limiter(10);
+    // All three queue before the key's task first runs: one group.
+    let answers = burst(&limiter, &[PANIC, 1, 1]).await;
+    for answer in &answers {
+        assert!(
+            matches!(answer, Err(Error::Store(e)) if e.is_ambiguous()),
+            "{answer:?}"
+        );
+    }
+    assert_eq!(keys_in_flight(&limiter), 0);
+    // Nothing was written; the key works again.
+    let (decision, _) = limiter.step(b"c", 3, now(), Duration::ZERO).await.unwrap();
+    assert_eq!(decision.remaining(), 7);
+    assert_eq!(keys_in_flight(&limiter), 0);
+}
+
+#[tokio::test]
+async fn a_store_without_the_synchronous_path_is_served_by_the_keys_task() {
+    // Answers at once, but through the asynchronous calls only.
+    let store = crate::store::CountingStore::new(MemoryStore::new());
+    assert!(store.immediate().is_none());
+    let limiter = limiter_on(Arc::new(store), 10);
+    for remaining in [9, 8, 7] {
+        let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+        assert_eq!(decision.remaining(), remaining);
+        assert_eq!(keys_in_flight(&limiter), 0);
+    }
+    // A panic on the key's task: an error for the caller, and the key
+    // let go.
+    let answer = limiter.step(b"c", PANIC, now(), Duration::ZERO).await;
+    assert!(
+        matches!(&answer, Err(Error::Store(e)) if e.is_ambiguous()),
+        "{answer:?}"
+    );
+    assert_eq!(keys_in_flight(&limiter), 0);
+    let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+    assert_eq!(decision.remaining(), 6);
+    let stats = limiter.stats();
+    assert_eq!((stats.decisions, stats.combined), (5, 0));
+}
+
+#[tokio::test]
+async fn an_immediate_store_is_decided_in_one_atomic_step() {
+    let store = Arc::new(MemoryStore::new());
+    let limiter = limiter_on(store.clone(), 10);
+    let noop = std::task::Waker::noop();
+    let mut context = std::task::Context::from_waker(noop);
+    for remaining in [9, 8, 7] {
+        let step = limiter.step(b"c", 1, now(), Duration::ZERO);
+        let Poll::Ready(answer) = std::pin::pin!(step).poll(&mut context) else {
+            panic!("a decision on MemoryStore waited");
+        };
+        assert_eq!(answer.unwrap().0.remaining(), remaining);
+        assert_eq!(keys_in_flight(&limiter), 0);
+    }
+    // A bug in the core is the caller's panic, as in any synchronous
+    // call; nothing was written and the store keeps serving the key.
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        let step = limiter.step(b"c", PANIC, now(), Duration::ZERO);
+        let _ = std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop));
+    }));
+    assert!(caught.is_err());
+    let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+    assert_eq!(decision.remaining(), 6);
+    // Something else at the key is replaced, and reported.
+    let key = limiter.key(b"c");
+    store
+        .put(
+            &key,
+            b"not a count",
+            Duration::from_secs(60),
+            PutCondition::Always,
+        )
+        .await
+        .unwrap();
+    let (decision, _) = limiter.step(b"c", 2, now(), Duration::ZERO).await.unwrap();
+    assert_eq!(decision.remaining(), 8);
+    let stats = limiter.stats();
+    assert_eq!(
+        (
+            stats.decisions,
+            stats.attempts,
+            stats.conflicts,
+            stats.replaced
+        ),
+        (6, 6, 0, 1)
+    );
+    assert_eq!(limiter.settings.failures.stats().repaired, 1);
+    // A count beyond what the core allows is clamped, counted, and
+    // written back even though the denial changes nothing else.
+    store
+        .put(&key, b"99", Duration::from_secs(60), PutCondition::Always)
+        .await
+        .unwrap();
+    let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
+    assert!(decision.is_denied());
+    assert_eq!(store.get(&key).await.unwrap().unwrap().value, b"10");
+    assert_eq!(limiter.settings.failures.stats().repaired, 2);
+}
