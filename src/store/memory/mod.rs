@@ -1,6 +1,5 @@
 //! The embedded store: memcached's rules, in process.
 
-use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::hash::BuildHasher;
@@ -12,11 +11,16 @@ use async_trait::async_trait;
 
 use super::{
     check_key, check_value, parse_counter, ttl_secs, Counters, ImmediateStore, PutCondition,
-    PutOutcome, Store, UpdateStep, Versioned,
+    PutOutcome, Store, Versioned,
 };
 use crate::clock::{Clock, SystemClock};
-use crate::error::{StoreError, StoreErrorKind};
+use crate::error::StoreError;
 use crate::key::KeyHasher;
+
+mod immediate;
+mod shard;
+
+use self::shard::{lock, Item, New, Shard, Value};
 
 const SHARDS: usize = 16;
 
@@ -58,52 +62,6 @@ pub struct MemoryStore {
     /// Seeds the hash of keys (shard and map), so that ids chosen by
     /// clients cannot be made to collide.
     hasher: KeyHasher,
-}
-
-/// One shard. A key is held once, shared by the map and its expiry entry.
-struct Shard {
-    items: HashMap<Arc<[u8]>, Item, KeyHasher>,
-    /// When items are due to be looked at for expiry: `(when, created,
-    /// key)`. Each item has exactly one live entry, at `Item::scheduled`,
-    /// never after it expires; an entry whose item is gone, was created
-    /// again (`created` differs) or was rescheduled (the time differs) is
-    /// stale and dropped when it comes up. An item written again with a
-    /// later expiry keeps its entry, which is moved on when it comes up.
-    expiries: BinaryHeap<Reverse<Expiry>>,
-}
-
-/// An expiry entry: when, the item's `created`, its key.
-type Expiry = (i64, u64, Arc<[u8]>);
-
-struct Item {
-    value: Value,
-    version: u64,
-    /// The version the item was created at, naming its expiry entry.
-    created: u64,
-    expires_at: i64,
-    /// When its expiry entry comes up: at most `expires_at`.
-    scheduled: i64,
-}
-
-enum Value {
-    Counter(u64),
-    Bytes(Vec<u8>),
-}
-
-/// The value of an item being written.
-#[derive(Clone, Copy)]
-enum New<'a> {
-    Counter(u64),
-    Bytes(&'a [u8]),
-}
-
-impl New<'_> {
-    fn owned(self) -> Value {
-        match self {
-            New::Counter(n) => Value::Counter(n),
-            New::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
-        }
-    }
 }
 
 impl MemoryStore {
@@ -201,208 +159,6 @@ impl fmt::Debug for MemoryStore {
 
 // A poisoned shard only means a panic elsewhere while it was held; every
 // write below leaves the map consistent at each step, so keep serving.
-fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
-    shard
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Shard {
-    fn live(&self, key: &[u8], now: i64) -> Option<&Item> {
-        self.items.get(key).filter(|item| item.expires_at > now)
-    }
-
-    fn live_mut(&mut self, key: &[u8], now: i64) -> Option<&mut Item> {
-        self.items.get_mut(key).filter(|item| item.expires_at > now)
-    }
-
-    /// Writes a whole new item at `key`: value, version and expiry. An item
-    /// already held there (live, or expired and not reclaimed yet) is
-    /// overwritten in place, keeping its key, its byte buffer (unless far
-    /// too big for the value) and its expiry entry, which is only
-    /// rescheduled if the new expiry comes before it; otherwise the key is
-    /// stored once, shared by the map and a new expiry entry.
-    fn write(&mut self, key: &[u8], value: New<'_>, version: u64, expires_at: i64) {
-        let Some(item) = self.items.get_mut(key) else {
-            return self.insert(key, value.owned(), version, expires_at);
-        };
-        match (&mut item.value, value) {
-            (Value::Bytes(bytes), New::Bytes(value))
-                if bytes.capacity() <= 2 * value.len() + 64 =>
-            {
-                bytes.clear();
-                bytes.extend_from_slice(value);
-            }
-            (held, value) => *held = value.owned(),
-        }
-        if let Some(entry) = item.renew(version, expires_at) {
-            self.schedule(key, entry);
-        }
-    }
-
-    /// A new expiry entry `(when, created)` for the item held at `key`.
-    fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
-        let (key, _) = self.items.get_key_value(key).expect("a held item");
-        let key = Arc::clone(key);
-        self.expiries.push(Reverse((when, created, key)));
-    }
-
-    fn insert(&mut self, key: &[u8], value: Value, version: u64, expires_at: i64) {
-        let key: Arc<[u8]> = Arc::from(key);
-        self.expiries
-            .push(Reverse((expires_at, version, Arc::clone(&key))));
-        self.items.insert(
-            key,
-            Item {
-                value,
-                version,
-                created: version,
-                expires_at,
-                scheduled: expires_at,
-            },
-        );
-    }
-
-    fn reclaim(&mut self, now: i64) {
-        while let Some(Reverse((when, _, _))) = self.expiries.peek() {
-            if *when > now {
-                break;
-            }
-            let Reverse((when, created, key)) = self.expiries.pop().expect("peeked");
-            let Some(item) = self.items.get_mut(&key) else {
-                continue; // deleted
-            };
-            if item.created != created || item.scheduled != when {
-                continue; // a stale entry: the item has a newer one
-            }
-            if item.expires_at <= now {
-                self.items.remove(&key);
-            } else {
-                // Written again since, with a later expiry: look again then.
-                item.scheduled = item.expires_at;
-                let at = item.expires_at;
-                self.expiries.push(Reverse((at, created, key)));
-            }
-        }
-    }
-}
-
-impl Item {
-    /// The new version and expiry of an item whose value was just
-    /// replaced; returns the expiry entry to add if its current one comes
-    /// too late.
-    fn renew(&mut self, version: u64, expires_at: i64) -> Option<(i64, u64)> {
-        self.version = version;
-        self.expires_at = expires_at;
-        (expires_at < self.scheduled).then(|| {
-            self.scheduled = expires_at;
-            (expires_at, self.created)
-        })
-    }
-}
-
-fn not_a_number(key: &[u8]) -> StoreError {
-    StoreError::new(
-        StoreErrorKind::Rejected,
-        format!(
-            "cannot increment or decrement the non-numeric value of {}",
-            String::from_utf8_lossy(key)
-        ),
-    )
-}
-
-impl ImmediateStore for MemoryStore {
-    fn increment_now(
-        &self,
-        key: &[u8],
-        delta: u64,
-        ttl: Duration,
-        also_read: &[Vec<u8>],
-    ) -> Result<Counters, StoreError> {
-        check_key(key)?;
-        for read in also_read {
-            check_key(read)?;
-        }
-        let now = self.now();
-        let value = {
-            let mut shard = self.shard(key);
-            shard.reclaim(now);
-            let version = self.next_version();
-            match shard.live_mut(key, now) {
-                Some(item) => {
-                    let current = match &item.value {
-                        Value::Counter(n) => *n,
-                        Value::Bytes(bytes) => {
-                            parse_counter(key, bytes).map_err(|_| not_a_number(key))?
-                        }
-                    };
-                    let next = current.wrapping_add(delta);
-                    item.value = Value::Counter(next);
-                    item.version = version;
-                    next
-                }
-                None => {
-                    shard.write(key, New::Counter(delta), version, Self::expiry(now, ttl));
-                    delta
-                }
-            }
-        };
-        // The increment has landed: a read failing now must say so, as
-        // memcached's does.
-        let read = also_read
-            .iter()
-            .map(|k| self.read_counter(k, now).map_err(StoreError::ambiguous))
-            .collect::<Result<_, _>>()?;
-        Ok(Counters { value, read })
-    }
-
-    fn decrement_now(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        check_key(key)?;
-        let now = self.now();
-        let version = self.next_version();
-        let mut shard = self.shard(key);
-        let Some(item) = shard.live_mut(key, now) else {
-            return Ok(None);
-        };
-        let current = match &item.value {
-            Value::Counter(n) => *n,
-            Value::Bytes(bytes) => parse_counter(key, bytes).map_err(|_| not_a_number(key))?,
-        };
-        let next = current.saturating_sub(delta);
-        item.value = Value::Counter(next);
-        item.version = version;
-        Ok(Some(next))
-    }
-
-    fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError> {
-        check_key(key)?;
-        let now = self.now();
-        let mut shard = self.shard(key);
-        shard.reclaim(now);
-        // The new value is written into a buffer of this thread's, then
-        // copied into the item's own: no allocation once both have grown.
-        SCRATCH.with_borrow_mut(|next| {
-            next.clear();
-            let digits;
-            let current = match shard.live(key, now).map(|item| &item.value) {
-                None => None,
-                Some(Value::Bytes(bytes)) => Some(bytes.as_slice()),
-                Some(Value::Counter(n)) => {
-                    digits = n.to_string();
-                    Some(digits.as_bytes())
-                }
-            };
-            let Some(ttl) = step(current, next) else {
-                return Ok(());
-            };
-            check_value(next)?;
-            let version = self.next_version();
-            shard.write(key, New::Bytes(next), version, Self::expiry(now, ttl));
-            Ok(())
-        })
-    }
-}
-
 #[async_trait]
 impl Store for MemoryStore {
     async fn increment(

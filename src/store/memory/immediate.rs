@@ -1,0 +1,103 @@
+//! The synchronous read-decide-write a [`MemoryStore`](super::MemoryStore)
+//! offers the compare-and-swap algorithms: one atomic step under the
+//! shard's lock.
+
+use std::time::Duration;
+
+use super::shard::{not_a_number, New, Value};
+use super::MemoryStore;
+use super::SCRATCH;
+use crate::error::StoreError;
+use crate::store::{check_key, check_value, parse_counter, Counters, ImmediateStore, UpdateStep};
+
+impl ImmediateStore for MemoryStore {
+    fn increment_now(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError> {
+        check_key(key)?;
+        for read in also_read {
+            check_key(read)?;
+        }
+        let now = self.now();
+        let value = {
+            let mut shard = self.shard(key);
+            shard.reclaim(now);
+            let version = self.next_version();
+            match shard.live_mut(key, now) {
+                Some(item) => {
+                    let current = match &item.value {
+                        Value::Counter(n) => *n,
+                        Value::Bytes(bytes) => {
+                            parse_counter(key, bytes).map_err(|_| not_a_number(key))?
+                        }
+                    };
+                    let next = current.wrapping_add(delta);
+                    item.value = Value::Counter(next);
+                    item.version = version;
+                    next
+                }
+                None => {
+                    shard.write(key, New::Counter(delta), version, Self::expiry(now, ttl));
+                    delta
+                }
+            }
+        };
+        // The increment has landed: a read failing now must say so, as
+        // memcached's does.
+        let read = also_read
+            .iter()
+            .map(|k| self.read_counter(k, now).map_err(StoreError::ambiguous))
+            .collect::<Result<_, _>>()?;
+        Ok(Counters { value, read })
+    }
+
+    fn decrement_now(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        check_key(key)?;
+        let now = self.now();
+        let version = self.next_version();
+        let mut shard = self.shard(key);
+        let Some(item) = shard.live_mut(key, now) else {
+            return Ok(None);
+        };
+        let current = match &item.value {
+            Value::Counter(n) => *n,
+            Value::Bytes(bytes) => parse_counter(key, bytes).map_err(|_| not_a_number(key))?,
+        };
+        let next = current.saturating_sub(delta);
+        item.value = Value::Counter(next);
+        item.version = version;
+        Ok(Some(next))
+    }
+
+    fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError> {
+        check_key(key)?;
+        let now = self.now();
+        let mut shard = self.shard(key);
+        shard.reclaim(now);
+        // The new value is written into a buffer of this thread's, then
+        // copied into the item's own: no allocation once both have grown.
+        SCRATCH.with_borrow_mut(|next| {
+            next.clear();
+            let digits;
+            let current = match shard.live(key, now).map(|item| &item.value) {
+                None => None,
+                Some(Value::Bytes(bytes)) => Some(bytes.as_slice()),
+                Some(Value::Counter(n)) => {
+                    digits = n.to_string();
+                    Some(digits.as_bytes())
+                }
+            };
+            let Some(ttl) = step(current, next) else {
+                return Ok(());
+            };
+            check_value(next)?;
+            let version = self.next_version();
+            shard.write(key, New::Bytes(next), version, Self::expiry(now, ttl));
+            Ok(())
+        })
+    }
+}
