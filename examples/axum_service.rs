@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::routing::get;
 use axum::Router;
-use memcache_ratelimit::middleware::{ClientIp, Header, RateLimitLayer};
+use memcache_ratelimit::http::{ClientIp, Header, RateLimitLayer};
 use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{
     Algorithm, DynamicLimiter, LimiterSpec, MemcachedStore, MemoryStore, Quota,

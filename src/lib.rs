@@ -30,7 +30,7 @@
 //!   [`ManualClock`] in tests and simulations.
 //! - [`DynamicLimiter`] picks each client's quota at request time (API
 //!   plans), building limiters from a [`LimiterSpec`].
-//! - With the `tower` feature, the `middleware` module rate limits axum and hyper
+//! - With the `tower` feature, the [`http`] module rate limits axum and hyper
 //!   services, answering 429 with `Retry-After` and the IETF `RateLimit`
 //!   header fields.
 //! - Every limiter counts its decisions ([`RateLimiter::stats`]), exports
@@ -126,11 +126,9 @@ mod deny_cache;
 pub mod dynamic;
 mod error;
 pub mod failure;
-mod headers;
+pub mod http;
 pub mod key;
 mod limiter;
-#[cfg(feature = "tower")]
-pub mod middleware;
 mod quota;
 mod spec;
 mod stack_text;
@@ -147,7 +145,7 @@ pub use deny_cache::DenyCache;
 pub use dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
 pub use failure::{FailurePolicy, FailureStats};
-pub use headers::HeaderPolicy;
+pub use http::HeaderPolicy;
 pub use key::KeySpace;
 pub use limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,

@@ -12,7 +12,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
-use memcache_ratelimit::middleware::{ClientIp, RateLimitLayer};
+use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
 use memcache_ratelimit::{FixedWindow, MemoryStore};
 use tower::{Layer, ServiceBuilder};
 

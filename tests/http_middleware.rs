@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Request, Response, StatusCode};
-use memcache_ratelimit::middleware::{ApiKey, ClientIp, Header, MissingKey, RateLimitLayer};
+use memcache_ratelimit::http::{ApiKey, ClientIp, Header, MissingKey, RateLimitLayer};
 use memcache_ratelimit::{
     Algorithm, DynamicLimiter, FailurePolicy, LimiterSpec, ManualClock, MemoryStore, Quota,
     SlidingWindow,

@@ -8,7 +8,7 @@ use super::file::Written;
 use super::{Config, MemcachedOptions};
 use crate::error::ConfigError;
 use crate::failure::FailurePolicy;
-use crate::headers::HeaderPolicy;
+use crate::http::HeaderPolicy;
 use crate::limiter::DeniedRequests;
 use crate::quota::Quota;
 use crate::spec::{Algorithm, LimiterSpec};

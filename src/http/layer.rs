@@ -5,14 +5,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use ::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::extract::KeyExtractor;
+use super::headers::HeaderPolicy;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::headers::HeaderPolicy;
 use crate::limiter::RateLimiter;
 
 /// What to do with a request whose client the extractor cannot name.
@@ -33,7 +33,7 @@ type CostFn = dyn Fn(&http::request::Parts) -> u64 + Send + Sync;
 /// [module documentation](super).
 ///
 /// ```
-/// use memcache_ratelimit::middleware::{Header, MissingKey, RateLimitLayer};
+/// use memcache_ratelimit::http::{Header, MissingKey, RateLimitLayer};
 /// use memcache_ratelimit::{FixedWindow, MemoryStore};
 /// use std::sync::Arc;
 ///

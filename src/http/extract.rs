@@ -2,8 +2,8 @@
 
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use http::request::Parts;
-use http::{HeaderName, StatusCode};
+use ::http::request::Parts;
+use ::http::{HeaderName, StatusCode};
 use sha2::{Digest, Sha256};
 
 use crate::error::ConfigError;
@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 /// extractors too.
 ///
 /// ```
-/// use memcache_ratelimit::middleware::KeyExtractor;
+/// use memcache_ratelimit::http::KeyExtractor;
 ///
 /// // One counter per tenant, from the first path segment.
 /// let tenant = |parts: &http::request::Parts| {
@@ -54,7 +54,7 @@ impl<F: Fn(&Parts) -> Option<Vec<u8>> + Send + Sync + 'static> KeyExtractor for 
 /// wrote. A request with no address is a deployment error: 500.
 ///
 /// ```
-/// use memcache_ratelimit::middleware::{ClientIp, KeyExtractor};
+/// use memcache_ratelimit::http::{ClientIp, KeyExtractor};
 /// use std::net::SocketAddr;
 ///
 /// let mut request = http::Request::get("/")
@@ -158,7 +158,7 @@ impl KeyExtractor for ClientIp {
 /// values that are not plain printable text).
 ///
 /// ```
-/// use memcache_ratelimit::middleware::{Header, KeyExtractor};
+/// use memcache_ratelimit::http::{Header, KeyExtractor};
 ///
 /// let user = Header::new("x-user-id")?;
 /// let (parts, ()) = http::Request::get("/").header("x-user-id", "42").body(()).unwrap().into_parts();
@@ -195,7 +195,7 @@ impl KeyExtractor for Header {
 /// A request without one gets 401 Unauthorized.
 ///
 /// ```
-/// use memcache_ratelimit::middleware::{ApiKey, KeyExtractor};
+/// use memcache_ratelimit::http::{ApiKey, KeyExtractor};
 ///
 /// let (parts, ()) = http::Request::get("/")
 ///     .header("authorization", "Bearer s3cret")

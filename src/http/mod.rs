@@ -1,7 +1,9 @@
-//! HTTP middleware: a [`tower`](https://docs.rs/tower) layer that rate
-//! limits requests before they reach a service, for axum, hyper and any
-//! other stack built on `tower` and the `http` crate (cargo feature
-//! `tower`; with `axum`, [`ClientIp`] also reads axum's `ConnectInfo`).
+//! HTTP: the response header fields that tell a client where it stands
+//! ([`HeaderPolicy`], for any HTTP stack), and with the cargo feature
+//! `tower` a [`tower`](https://docs.rs/tower) layer that rate limits
+//! requests before they reach a service, for axum, hyper and any other
+//! stack built on `tower` and the `http` crate (with `axum`, `ClientIp`
+//! also reads axum's `ConnectInfo`).
 //!
 //! - A [`KeyExtractor`] names the client of each request: [`ClientIp`],
 //!   a [`Header`], an [`ApiKey`], or any closure over the request's head.
@@ -16,7 +18,8 @@
 //!   fields announce the quota it is held to.
 //!
 //! ```
-//! use memcache_ratelimit::middleware::{ClientIp, RateLimitLayer};
+//! # #[cfg(feature = "tower")] {
+//! use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
 //! use memcache_ratelimit::{MemoryStore, SlidingWindow};
 //! use std::sync::Arc;
 //!
@@ -31,6 +34,8 @@
 //! # let _ = layer;
 //! # Ok(())
 //! # }
+//! # main().unwrap();
+//! # }
 //! ```
 //!
 //! How each outcome is answered:
@@ -44,8 +49,14 @@
 //! | a cost above the limit | 413 | none |
 //! | a quota or cost the limiter cannot take | 500 | none |
 
+#[cfg(feature = "tower")]
 mod extract;
+mod headers;
+#[cfg(feature = "tower")]
 mod layer;
 
-pub use extract::{ApiKey, ClientIp, Header, KeyExtractor};
-pub use layer::{MissingKey, RateLimit, RateLimitLayer};
+#[cfg(feature = "tower")]
+pub use self::extract::{ApiKey, ClientIp, Header, KeyExtractor};
+pub use self::headers::HeaderPolicy;
+#[cfg(feature = "tower")]
+pub use self::layer::{MissingKey, RateLimit, RateLimitLayer};
