@@ -1,15 +1,15 @@
-//! The test harness never skips a memcached test: without the binary, the
-//! test fails and says how to install it.
+//! The kit never lets a memcached test skip: without the binary, the test
+//! fails and says how to install it.
 
-mod common;
+use memcache_ratelimit_testkit::Memcached;
 
 #[test]
 fn a_missing_memcached_fails_with_install_instructions() {
     // This binary holds only this test, so the variable is seen by no other.
     std::env::set_var("MEMCACHED_BIN", "/nonexistent/memcached");
-    let outcome = std::panic::catch_unwind(common::memcached::Memcached::start);
+    let outcome = std::panic::catch_unwind(Memcached::start);
     std::env::remove_var("MEMCACHED_BIN");
-    let panic = outcome.err().expect("starting without a binary must fail");
+    let panic = outcome.expect_err("starting without a binary must fail");
     let message = panic
         .downcast_ref::<String>()
         .cloned()
