@@ -32,5 +32,5 @@ mod process;
 pub mod text;
 mod twemproxy;
 
-pub use memcached::{Builder, Memcached};
+pub use memcached::{Builder, Memcached, TEST_ARGS};
 pub use twemproxy::Twemproxy;
