@@ -416,7 +416,7 @@ pub fn run(mut args: Args) {
     match &binary {
         Some(binary) => {
             println!("- memcached: `{}` ({})", binary.display(), server.version());
-            println!("- memcached flags: `{}`", server::flags().join(" "));
+            println!("- memcached flags: `{}`", server.flags());
         }
         None => println!(
             "- memcached: given with `--server {}` ({}), flags unknown to the benchmark",

@@ -1,12 +1,12 @@
-//! The memcached under test, the CPU placement, and a plain-text `stats`
-//! and `flush_all` over TCP. Started the way the crate's tests start it
-//! (tests/common/memcached.rs): a free loopback port, retried.
+//! The memcached under test and the CPU placement. memcached is started
+//! by the workspace's test kit (`memcache-ratelimit-testkit`), as the
+//! crate's tests start it: a free loopback port, retried; here with the
+//! benchmark's arguments and pinned to a CPU of its own.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+
+use memcache_ratelimit_testkit as testkit;
 
 /// Set in the re-executed, pinned benchmark: the CPU for memcached.
 const SERVER_CPU_ENV: &str = "MEMCACHE_RATELIMIT_BENCH_SERVER_CPU";
@@ -103,49 +103,16 @@ fn parse_cpu_list(list: &str) -> Vec<usize> {
     cpus
 }
 
-/// The memcached binary on PATH (or in the usual places).
+/// The memcached binary: `MEMCACHED_BIN`, else the first on `PATH` or in
+/// the usual places; a missing one fails with instructions.
 pub fn find_binary() -> PathBuf {
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join("memcached"))
-                .collect()
-        })
-        .unwrap_or_default();
-    candidates.extend(
-        [
-            "/usr/bin/memcached",
-            "/usr/local/bin/memcached",
-            "/usr/sbin/memcached",
-        ]
-        .map(PathBuf::from),
-    );
-    candidates
-        .into_iter()
-        .find(|path| path.is_file())
-        .unwrap_or_else(|| {
-            panic!("memcached was not found on PATH; install it (apt-get install memcached) or pass --memcached <path>")
-        })
+    testkit::binary::memcached()
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find(|line| line.starts_with("Uid:"))
-                .map(|line| line.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+/// The memcached arguments of every benchmark: one thread, 1 GiB, 4096
+/// connections, no UDP (the kit adds `-l 127.0.0.1`, the port and, as
+/// root, `-u root`).
+pub const ARGS: [&str; 8] = ["-t", "1", "-m", "1024", "-c", "4096", "-U", "0"];
 
 /// memcached's `stats`, the two numbers the memory table needs.
 pub struct Stats {
@@ -153,103 +120,37 @@ pub struct Stats {
     pub items: u64,
 }
 
-/// The memcached under test: a process started here (killed when
-/// dropped), or one given with `--server` (left alone).
+/// The memcached under test: a process started through the test kit
+/// (killed when dropped), or one given with `--server` (left alone).
 pub struct Memcached {
     address: String,
-    started: Option<Started>,
-}
-
-/// A memcached process this benchmark started.
-struct Started {
-    binary: PathBuf,
-    pin: Option<usize>,
-    child: Child,
-}
-
-/// The flags memcached runs with (the port aside).
-pub fn flags() -> Vec<String> {
-    let mut flags: Vec<String> = [
-        "-l",
-        "127.0.0.1",
-        "-t",
-        "1",
-        "-m",
-        "1024",
-        "-c",
-        "4096",
-        "-U",
-        "0",
-    ]
-    .map(String::from)
-    .to_vec();
-    if running_as_root() {
-        flags.extend(["-u".to_owned(), "root".to_owned()]);
-    }
-    flags
+    started: Option<testkit::Memcached>,
 }
 
 impl Memcached {
-    /// Starts memcached on a free loopback port, under `taskset -c <pin>`
-    /// when given, and waits until it accepts connections.
+    /// Starts `binary` with [`ARGS`] on a free loopback port, under
+    /// `taskset -c <pin>` when given, and waits until it accepts
+    /// connections.
     pub fn start(binary: &Path, pin: Option<usize>) -> Self {
-        for _ in 0..5 {
-            let port = free_port();
-            let mut command = match pin {
-                Some(cpu) => {
-                    let mut command = Command::new("taskset");
-                    command.arg("-c").arg(cpu.to_string()).arg(binary);
-                    command
-                }
-                None => Command::new(binary),
-            };
-            command
-                .args(flags())
-                .arg("-p")
-                .arg(port.to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let mut child = command
-                .spawn()
-                .unwrap_or_else(|error| panic!("cannot run {}: {error}", binary.display()));
-            let socket = SocketAddr::from(([127, 0, 0, 1], port));
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break; // exited: port taken, most likely
-                }
-                if TcpStream::connect_timeout(&socket, Duration::from_millis(100)).is_ok() {
-                    return Self {
-                        address: socket.to_string(),
-                        started: Some(Started {
-                            binary: binary.to_owned(),
-                            pin,
-                            child,
-                        }),
-                    };
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+        let started = testkit::Memcached::builder()
+            .binary(binary)
+            .args(ARGS)
+            .cpu(pin)
+            .start();
+        Self {
+            address: started.address(),
+            started: Some(started),
         }
-        panic!("memcached did not start on any of 5 free ports");
     }
 
     /// An already-running memcached at `HOST:PORT`, which must answer
     /// `version`; it is neither placed nor stopped here.
     pub fn given(address: &str) -> Self {
-        let server = Self {
+        testkit::text::version(address);
+        Self {
             address: address.to_owned(),
             started: None,
-        };
-        let reply = server.exchange("version\r\n", |_| true);
-        assert!(
-            reply[0].starts_with("VERSION "),
-            "{address} answered `version` with {reply:?}"
-        );
-        server
+        }
     }
 
     /// `127.0.0.1:<port>`, or the address given.
@@ -257,13 +158,24 @@ impl Memcached {
         self.address.clone()
     }
 
+    /// The flags memcached runs with (the port aside), as one line.
+    pub fn flags(&self) -> String {
+        match &self.started {
+            Some(started) => started.flags().join(" "),
+            None => "unknown (given with `--server`, not started here)".into(),
+        }
+    }
+
     /// memcached's allowed CPUs, as /proc lists them.
     pub fn cpus(&self) -> String {
         let Some(started) = &self.started else {
             return "unknown (given with `--server`, not started here)".into();
         };
-        let listed = cpus_of(&started.child.id().to_string());
-        match started.pin {
+        let listed = started
+            .pid()
+            .map(|pid| cpus_of(&pid.to_string()))
+            .unwrap_or_else(|| "unknown".into());
+        match started.cpu() {
             Some(cpu) => format!("{listed} (`taskset -c {cpu}`)"),
             None => format!("{listed} (not pinned)"),
         }
@@ -271,71 +183,22 @@ impl Memcached {
 
     /// `memcached -V`, or the given server's answer to `version`.
     pub fn version(&self) -> String {
-        let Some(started) = &self.started else {
-            return self.exchange("version\r\n", |_| true).join(" ");
-        };
-        Command::new(&started.binary)
-            .arg("-V")
-            .output()
-            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-            .unwrap_or_else(|_| "unknown version".into())
-    }
-
-    fn exchange(&self, command: &str, done: impl Fn(&str) -> bool) -> Vec<String> {
-        let mut stream = TcpStream::connect(self.address()).expect("connect to memcached");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("set a read timeout");
-        stream
-            .write_all(command.as_bytes())
-            .expect("write to memcached");
-        let mut reader = BufReader::new(stream);
-        let mut lines = Vec::new();
-        loop {
-            let mut line = String::new();
-            let read = reader.read_line(&mut line).expect("read from memcached");
-            assert!(read > 0, "memcached closed the connection");
-            let line = line.trim_end().to_owned();
-            let finished = done(&line);
-            lines.push(line);
-            if finished {
-                return lines;
-            }
+        match &self.started {
+            Some(started) => started.version(),
+            None => testkit::text::version(&self.address),
         }
     }
 
     /// `flush_all`: every item is invalid from now on.
     pub fn flush_all(&self) {
-        let reply = self.exchange("flush_all\r\n", |_| true);
-        assert_eq!(reply, ["OK"], "flush_all failed");
+        testkit::text::flush_all(&self.address);
     }
 
     /// `stats`: `bytes` and `curr_items`.
     pub fn stats(&self) -> Stats {
-        let lines = self.exchange("stats\r\n", |line| line == "END");
-        let stat = |name: &str| -> u64 {
-            lines
-                .iter()
-                .find_map(|line| {
-                    let mut parts = line.split_whitespace();
-                    (parts.next() == Some("STAT") && parts.next() == Some(name))
-                        .then(|| parts.next().and_then(|value| value.parse().ok()))
-                        .flatten()
-                })
-                .unwrap_or_else(|| panic!("no `{name}` in memcached's stats"))
-        };
         Stats {
-            bytes: stat("bytes"),
-            items: stat("curr_items"),
-        }
-    }
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        if let Some(started) = &mut self.started {
-            let _ = started.child.kill();
-            let _ = started.child.wait();
+            bytes: testkit::text::stat(&self.address, "bytes"),
+            items: testkit::text::stat(&self.address, "curr_items"),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use memcache_ratelimit_bench::server::{find_binary, Memcached};
+use memcache_ratelimit_testkit::Memcached;
 
 fn cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
@@ -19,7 +19,7 @@ fn stdout(output: &Output) -> String {
 
 #[test]
 fn check_scripts_decisions_and_inspect_shows_what_they_counted() {
-    let server = Memcached::start(&find_binary(), None);
+    let server = Memcached::start();
     let address = server.address();
     let target = [
         "--servers",
@@ -266,7 +266,7 @@ fn does_not_check_silently_against_an_unshared_store_without_servers() {
 
 #[test]
 fn check_names_the_store_that_decided() {
-    let server = Memcached::start(&find_binary(), None);
+    let server = Memcached::start();
     let address = server.address();
     let run = |extra: &[&str]| {
         let mut args = vec![

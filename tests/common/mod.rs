@@ -1,6 +1,9 @@
-//! Shared test support: real memcached processes on loopback, and store
-//! fixtures that run one suite on every store.
+//! Shared test support: store fixtures that run one suite on every store,
+//! on real memcached and nutcracker processes that the workspace's test
+//! kit starts on loopback, and faults, policies and states to test with.
 
+// Each test target uses its own part of this module; what one target
+// leaves unused is not dead.
 #![allow(dead_code)]
 
 pub mod faults;

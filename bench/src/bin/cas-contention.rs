@@ -701,7 +701,7 @@ fn main() {
     // The tables.
     println!("# memcache-ratelimit: compare-and-swap contention on one hot key\n");
     println!("- memcached: `{}` ({})", binary.display(), server.version());
-    println!("- memcached flags: `{}`", server::flags().join(" "));
+    println!("- memcached flags: `{}`", server.flags());
     println!(
         "- placement: memcached on CPUs {}; coordinator on CPUs {} ({}); worker processes on CPUs {} (they inherit the coordinator's CPUs, so several workers share them); {} CPUs online",
         server.cpus(),

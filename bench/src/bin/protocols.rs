@@ -142,7 +142,7 @@ fn main() {
     println!(
         "- {} (`{}`), placement: {}",
         memcached.version(),
-        server::flags().join(" "),
+        memcached.flags(),
         placement.how
     );
     println!(

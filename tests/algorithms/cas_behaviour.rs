@@ -1,0 +1,497 @@
+//! Behaviour of the compare-and-swap algorithms on every store, driven by a
+//! ManualClock: refill, cost, strict mode, caller timestamps, lost races
+//! and foreign values.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::faults::LosingCas;
+use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::store::{PutCondition, Store};
+use memcache_ratelimit::{
+    CasPolicy, CasStats, Error, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog,
+    TokenBucket,
+};
+
+type Stats = Box<dyn Fn() -> CasStats + Send + Sync>;
+type KeyOf = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
+
+/// One of the compare-and-swap limiters, with its statistics and key.
+struct Cas {
+    name: &'static str,
+    limiter: Box<dyn RateLimiter>,
+    stats: Stats,
+    key: KeyOf,
+}
+
+/// Builds each algorithm on `store` with the same settings, as a [`Cas`].
+macro_rules! build {
+    ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $strict:expr, $policy:expr) => {{
+        let limiter = Arc::new(
+            common::patient($ty::builder($quota, $store))
+                .clock($clock.clone())
+                .strict($strict)
+                .cas_policy($policy)
+                .build()
+                .unwrap(),
+        );
+        Cas {
+            name: $name,
+            limiter: Box::new(Shared(limiter.clone())),
+            stats: Box::new({
+                let l = limiter.clone();
+                move || l.cas_stats()
+            }),
+            key: Box::new(move |c| limiter.key(c)),
+        }
+    }};
+}
+
+/// The linear limiters: token bucket and GCRA.
+fn limiters(
+    store: Arc<dyn Store>,
+    clock: &ManualClock,
+    quota: &str,
+    strict: bool,
+    policy: CasPolicy,
+) -> Vec<Cas> {
+    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
+    vec![
+        build!(
+            "token bucket",
+            TokenBucket,
+            q,
+            store.clone(),
+            clock,
+            strict,
+            policy
+        ),
+        build!("gcra", Gcra, q, store, clock, strict, policy),
+    ]
+}
+
+/// Every compare-and-swap algorithm.
+fn every(
+    store: Arc<dyn Store>,
+    clock: &ManualClock,
+    quota: &str,
+    strict: bool,
+    policy: CasPolicy,
+) -> Vec<Cas> {
+    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
+    let mut all = limiters(store.clone(), clock, quota, strict, policy);
+    all.push(build!(
+        "sliding log",
+        SlidingLog,
+        q,
+        store.clone(),
+        clock,
+        strict,
+        policy
+    ));
+    all.push(build!(
+        "hybrid quota",
+        HybridQuota,
+        q,
+        store,
+        clock,
+        strict,
+        policy
+    ));
+    all
+}
+
+/// An `Arc` of a limiter, as a limiter.
+struct Shared<L>(Arc<L>);
+
+#[async_trait::async_trait]
+impl<L: RateLimiter> RateLimiter for Shared<L> {
+    fn quota(&self) -> memcache_ratelimit::Quota {
+        self.0.quota()
+    }
+    fn clock(&self) -> &dyn memcache_ratelimit::Clock {
+        self.0.clock()
+    }
+    async fn check_at(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<memcache_ratelimit::Decision, Error> {
+        self.0.check_at(key, cost, at).await
+    }
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.0.reset(key).await
+    }
+    fn stats(&self) -> memcache_ratelimit::LimiterStats {
+        self.0.stats()
+    }
+    async fn inspect(&self, key: &[u8]) -> Result<memcache_ratelimit::Inspection, Error> {
+        self.0.inspect(key).await
+    }
+}
+
+/// The linear limiters on a fixture.
+fn linear(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
+    limiters(
+        f.store.clone(),
+        &f.clock,
+        quota,
+        strict,
+        CasPolicy::default(),
+    )
+}
+
+/// Every compare-and-swap algorithm on a fixture.
+fn all(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
+    every(
+        f.store.clone(),
+        &f.clock,
+        quota,
+        strict,
+        CasPolicy::default(),
+    )
+}
+
+async fn admitted(limiter: &dyn RateLimiter, client: &[u8], tries: usize) -> usize {
+    let mut allowed = 0;
+    for _ in 0..tries {
+        if limiter.check(client).await.unwrap().is_allowed() {
+            allowed += 1;
+        }
+    }
+    allowed
+}
+
+#[tokio::test]
+async fn a_full_bucket_admits_its_capacity_then_refills_at_the_rate() {
+    for f in fixtures().await {
+        for cas in linear(&f, "5/minute", false) {
+            let client = unique_client("refill");
+            assert_eq!(
+                admitted(cas.limiter.as_ref(), &client, 8).await,
+                5,
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            let denied = cas.limiter.check(&client).await.unwrap();
+            assert_eq!(
+                denied.retry_after(),
+                Some(Duration::from_secs(12)),
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            assert_eq!(denied.reset_after(), Duration::from_secs(60));
+            f.clock.advance(Duration::from_millis(11_999));
+            assert!(
+                cas.limiter.check(&client).await.unwrap().is_denied(),
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            f.clock.advance(Duration::from_millis(1));
+            let allowed = cas.limiter.check(&client).await.unwrap();
+            assert!(allowed.is_allowed(), "{} {}", f.name, cas.name);
+            assert_eq!(allowed.remaining(), 0);
+            f.clock.advance(Duration::from_secs(600));
+            assert_eq!(
+                admitted(cas.limiter.as_ref(), &client, 8).await,
+                5,
+                "{} {}: refill is capped",
+                f.name,
+                cas.name
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn costs_count_in_units_and_a_cost_above_capacity_is_an_error() {
+    for f in fixtures().await {
+        for cas in all(&f, "10/minute", false) {
+            let client = unique_client("cost");
+            let seven = cas.limiter.check_n(&client, 7).await.unwrap();
+            assert_eq!((seven.remaining(), seven.used()), (3, 7.0), "{}", cas.name);
+            assert!(
+                cas.limiter.check_n(&client, 4).await.unwrap().is_denied(),
+                "{}",
+                cas.name
+            );
+            assert!(
+                cas.limiter.check_n(&client, 3).await.unwrap().is_allowed(),
+                "{}",
+                cas.name
+            );
+            assert!(matches!(
+                cas.limiter.check_n(&client, 11).await,
+                Err(Error::CostExceedsLimit {
+                    cost: 11,
+                    limit: 10
+                })
+            ));
+            assert!(matches!(
+                cas.limiter.check_n(&client, 0).await,
+                Err(Error::ZeroCost)
+            ));
+        }
+    }
+}
+
+async fn every_second(f: &Fixture, limiter: &dyn RateLimiter, client: &[u8], secs: u32) -> usize {
+    let mut allowed = 0;
+    for _ in 0..secs {
+        f.clock.advance(Duration::from_secs(1));
+        if limiter.check(client).await.unwrap().is_allowed() {
+            allowed += 1;
+        }
+    }
+    allowed
+}
+
+#[tokio::test]
+async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
+    for f in fixtures().await {
+        for (lenient, strict) in
+            all(&f, "10/minute", false)
+                .into_iter()
+                .zip(all(&f, "10/minute", true))
+        {
+            let (a, b) = (unique_client("lenient"), unique_client("strict"));
+            assert_eq!(admitted(lenient.limiter.as_ref(), &a, 10).await, 10);
+            assert_eq!(admitted(strict.limiter.as_ref(), &b, 10).await, 10);
+            // One request a second, six times the rate, for two minutes.
+            let (mut lenient_through, mut strict_through) = (0, 0);
+            for _ in 0..120 {
+                f.clock.advance(Duration::from_secs(1));
+                lenient_through +=
+                    usize::from(lenient.limiter.check(&a).await.unwrap().is_allowed());
+                strict_through += usize::from(strict.limiter.check(&b).await.unwrap().is_allowed());
+            }
+            // The linear limiters refill 10 a minute; the log and the hybrid
+            // quota wait out the first minute, then let 10 and 1 through.
+            let expected = match lenient.name {
+                "sliding log" | "hybrid quota" => 11,
+                _ => 20,
+            };
+            assert_eq!(
+                lenient_through, expected,
+                "{} {}: refunded denials",
+                f.name, lenient.name
+            );
+            assert_eq!(strict_through, 0, "{} {}", f.name, strict.name);
+            // Quiet for two minutes, the strict client is welcome again.
+            f.clock.advance(Duration::from_secs(120));
+            assert_eq!(
+                admitted(strict.limiter.as_ref(), &b, 10).await,
+                10,
+                "{} {}",
+                f.name,
+                strict.name
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
+    for f in fixtures().await {
+        for cas in linear(&f, "10/minute", false) {
+            let client = unique_client("replay");
+            let at = |secs: i64| chrono::DateTime::from_timestamp(T0 - 3_600 + secs, 0).unwrap();
+            let allowed_at = |secs: i64| {
+                let limiter = &cas.limiter;
+                let client = &client;
+                async move {
+                    limiter
+                        .check_at(client, 1, at(secs))
+                        .await
+                        .unwrap()
+                        .is_allowed()
+                }
+            };
+            // A historical burst an hour ago, replayed in order.
+            for _ in 0..10 {
+                assert!(allowed_at(0).await);
+            }
+            assert!(!allowed_at(0).await, "{}", cas.name);
+            assert!(!allowed_at(5).await, "{}", cas.name);
+            assert!(allowed_at(6).await, "{}", cas.name);
+            // An event from before the latest one cannot use the time since.
+            assert!(
+                !allowed_at(3).await,
+                "{} {}: an older event was admitted",
+                f.name,
+                cas.name
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn lost_races_are_retried_and_running_out_never_admits() {
+    for f in fixtures().await {
+        let losing = Arc::new(LosingCas::new(f.store.clone()));
+        let policy =
+            CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100)).unwrap();
+        for cas in every(losing.clone(), &f.clock, "3/minute", false, policy) {
+            let client = unique_client("race");
+            losing.lose_next(3);
+            let first = cas.limiter.check(&client).await.unwrap();
+            assert!(first.is_allowed(), "{} {}", f.name, cas.name);
+            let stats = (cas.stats)();
+            assert_eq!(
+                (stats.attempts, stats.conflicts, stats.retries),
+                (4, 3, 3),
+                "{} {}",
+                f.name,
+                cas.name
+            );
+
+            losing.lose_next(4);
+            let outcome = cas.limiter.check(&client).await;
+            assert!(
+                matches!(outcome, Err(Error::Contention { attempts: 4 })),
+                "{outcome:?}"
+            );
+            assert_eq!((cas.stats)().exhausted, 1);
+            // Nothing was taken by the failed decision: two of three remain.
+            let next = cas.limiter.check(&client).await.unwrap();
+            assert_eq!(
+                (next.is_allowed(), next.remaining()),
+                (true, 1),
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            assert_eq!((cas.stats)().decisions, 3);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_value_that_is_not_the_state_is_replaced() {
+    for f in fixtures().await {
+        for cas in all(&f, "3/minute", false) {
+            let client = unique_client("garbage");
+            let key = (cas.key)(&client);
+            f.store
+                .put(
+                    &key,
+                    b"not a state",
+                    Duration::from_secs(60),
+                    PutCondition::Always,
+                )
+                .await
+                .unwrap();
+            let decision = cas.limiter.check(&client).await.unwrap();
+            assert_eq!(
+                (decision.is_allowed(), decision.remaining()),
+                (true, 2),
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            assert_eq!((cas.stats)().replaced, 1);
+            assert_ne!(
+                f.store.get(&key).await.unwrap().unwrap().value,
+                b"not a state"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn reset_forgets_the_client_and_only_that_client() {
+    for f in fixtures().await {
+        for cas in all(&f, "2/minute", false) {
+            let (a, b) = (unique_client("reset-a"), unique_client("reset-b"));
+            admitted(cas.limiter.as_ref(), &a, 2).await;
+            admitted(cas.limiter.as_ref(), &b, 2).await;
+            cas.limiter.reset(&a).await.unwrap();
+            assert_eq!(
+                admitted(cas.limiter.as_ref(), &a, 5).await,
+                2,
+                "{} {}",
+                f.name,
+                cas.name
+            );
+            assert!(cas.limiter.check(&b).await.unwrap().is_denied());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_larger_capacity_bursts_without_raising_the_rate() {
+    let f = common::memory();
+    let bucket = common::patient(TokenBucket::builder(
+        "60/minute".parse().unwrap(),
+        f.store.clone(),
+    ))
+    .capacity(150)
+    .clock(f.clock.clone())
+    .build()
+    .unwrap();
+    let client = unique_client("burst");
+    assert_eq!(admitted(&bucket, &client, 200).await, 150);
+    // Then one a second, the quota's rate.
+    assert_eq!(every_second(&f, &bucket, &client, 60).await, 60);
+    let too_big = common::patient(TokenBucket::builder(
+        "60/minute".parse().unwrap(),
+        f.store.clone(),
+    ))
+    .capacity(0)
+    .build();
+    assert_eq!(too_big.unwrap_err().field(), "capacity");
+}
+
+#[tokio::test]
+async fn gcra_delay_mode_spaces_requests_at_the_rate() {
+    let f = common::memory();
+    let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), f.store.clone()))
+        .burst(1)
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
+    let client = unique_client("queue");
+    let max = Duration::from_secs(1);
+    let mut delays = Vec::new();
+    for _ in 0..6 {
+        let slot = gcra.reserve(&client, 1, max).await.unwrap();
+        if slot.decision().is_allowed() {
+            delays.push(slot.delay().as_millis());
+        } else {
+            delays.push(u128::MAX);
+        }
+    }
+    // Slots every 250 ms, up to the 1 s the caller accepts; then rejected.
+    assert_eq!(delays, vec![0, 250, 500, 750, 1000, u128::MAX]);
+}
+
+#[tokio::test]
+async fn gcra_until_ready_waits_for_its_slot() {
+    let store = Arc::new(memcache_ratelimit::MemoryStore::new());
+    let gcra = common::patient(Gcra::builder("20/second".parse().unwrap(), store))
+        .burst(1)
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        let decision = gcra
+            .until_ready(b"queue", 1, Duration::from_millis(500))
+            .await
+            .unwrap();
+        assert!(decision.is_allowed());
+    }
+    // Two waits of 50 ms each (the first request goes at once).
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(95),
+        "waited only {waited:?}"
+    );
+    let rejected = gcra.until_ready(b"queue", 1, Duration::ZERO).await.unwrap();
+    assert!(rejected.is_denied());
+}

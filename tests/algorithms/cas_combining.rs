@@ -1,0 +1,441 @@
+//! Local combining in the compare-and-swap loop: requests for one key from
+//! one limiter never race each other. Overlapping requests are decided as a
+//! group, with one read and one write, each getting its own decision in
+//! arrival order; a caller that gives up never stalls the others; lost
+//! races against other writers are still retried, and still run out.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::faults::LosingCas;
+use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::store::{
+    Counters, CountingStore, PutCondition, PutOutcome, Store, Versioned,
+};
+use memcache_ratelimit::{
+    CasPolicy, CasStats, Decision, Error, Gcra, HybridQuota, ManualClock, Quota, RateLimiter,
+    SlidingLog, StoreError, TokenBucket,
+};
+
+/// One of the compare-and-swap limiters, with its statistics.
+struct Cas {
+    name: &'static str,
+    limiter: Arc<dyn RateLimiter>,
+    stats: Box<dyn Fn() -> CasStats + Send + Sync>,
+}
+
+macro_rules! build {
+    ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $policy:expr) => {{
+        let limiter = Arc::new(
+            common::patient($ty::builder($quota, $store))
+                .clock($clock.clone())
+                .cas_policy($policy)
+                .deadline(Duration::from_secs(10))
+                .build()
+                .unwrap(),
+        );
+        Cas {
+            name: $name,
+            limiter: limiter.clone(),
+            stats: Box::new(move || limiter.cas_stats()),
+        }
+    }};
+}
+
+/// Every compare-and-swap algorithm on `store`, with a long deadline.
+fn every(store: Arc<dyn Store>, clock: &ManualClock, quota: &str, policy: CasPolicy) -> Vec<Cas> {
+    let q: Quota = quota.parse().unwrap();
+    vec![
+        build!("token bucket", TokenBucket, q, store.clone(), clock, policy),
+        build!("gcra", Gcra, q, store.clone(), clock, policy),
+        build!("sliding log", SlidingLog, q, store.clone(), clock, policy),
+        build!("hybrid quota", HybridQuota, q, store, clock, policy),
+    ]
+}
+
+fn all(f: &Fixture, quota: &str) -> Vec<Cas> {
+    every(waiting(f), &f.clock, quota, CasPolicy::default())
+}
+
+/// The fixture's store, yielding once per read and write as a round trip
+/// to memcached would, and without the synchronous path: on MemoryStore a
+/// decision would otherwise be made at once, in one atomic step, and
+/// there would be nothing to combine.
+fn waiting(f: &Fixture) -> Arc<dyn Store> {
+    Arc::new(Slow {
+        inner: f.store.clone(),
+        pause: Duration::ZERO,
+    })
+}
+
+/// Spawns `tasks` tasks that each make `each` decisions for `client` on
+/// `limiter`, and returns how many were allowed.
+async fn hammer(limiter: &Arc<dyn RateLimiter>, client: &[u8], tasks: usize, each: usize) -> usize {
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let (limiter, client) = (limiter.clone(), client.to_vec());
+        handles.push(tokio::spawn(async move {
+            let mut allowed = 0;
+            for _ in 0..each {
+                allowed += usize::from(limiter.check(&client).await.unwrap().is_allowed());
+            }
+            allowed
+        }));
+    }
+    let mut allowed = 0;
+    for handle in handles {
+        allowed += handle.await.unwrap();
+    }
+    allowed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_limiter_never_races_itself_on_a_hot_key() {
+    for f in fixtures().await {
+        // MemoryStore answers without ever waiting, so a request would be
+        // decided before any other could join it; a real store awaits the
+        // network. Wait a millisecond per call, as a round trip would, so
+        // requests overlap (a mere yield leaves them overlapping only by
+        // the luck of the scheduler).
+        let store: Arc<dyn Store> = match f.real_time() {
+            true => f.store.clone(),
+            false => Arc::new(Slow {
+                inner: f.store.clone(),
+                pause: Duration::from_millis(1),
+            }),
+        };
+        for cas in every(store.clone(), &f.clock, "50/minute", CasPolicy::default()) {
+            let client = unique_client("hot");
+            // 64 tasks × 10 decisions, far more than the 50 the quota holds,
+            // with the clock standing still.
+            let allowed = hammer(&cas.limiter, &client, 64, 10).await;
+            let stats = (cas.stats)();
+            eprintln!("{} {}: {stats:?}", f.name, cas.name);
+            assert_eq!(allowed, 50, "{} {}", f.name, cas.name);
+            assert_eq!(stats.decisions, 640, "{} {}", f.name, cas.name);
+            assert_eq!(stats.conflicts, 0, "{} {}: raced itself", f.name, cas.name);
+            assert_eq!((stats.retries, stats.exhausted), (0, 0));
+            assert!(
+                stats.combined > 0,
+                "{} {}: nothing combined",
+                f.name,
+                cas.name
+            );
+            // Fewer reads and writes than decisions: groups shared them.
+            assert!(
+                stats.attempts < stats.decisions,
+                "{} {}: {stats:?}",
+                f.name,
+                cas.name
+            );
+        }
+    }
+}
+
+fn outcome(decision: &Result<Decision, Error>) -> (bool, u64) {
+    let decision = decision.as_ref().unwrap();
+    (decision.is_allowed(), decision.remaining())
+}
+
+#[tokio::test]
+async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
+    for f in fixtures().await {
+        for cas in all(&f, "10/minute") {
+            let client = unique_client("mixed");
+            let l = &cas.limiter;
+            // Polled together, on this one thread: all four queue before the
+            // key's task runs, so they form one group, in this order.
+            let (seven, four, three, one) = tokio::join!(
+                l.check_n(&client, 7),
+                l.check_n(&client, 4),
+                l.check_n(&client, 3),
+                l.check_n(&client, 1),
+            );
+            let name = format!("{} {}", f.name, cas.name);
+            assert_eq!(outcome(&seven), (true, 3), "{name}");
+            // 4 does not fit in the 3 left; the smaller 3 after it does.
+            assert!(!outcome(&four).0, "{name}: {four:?}");
+            assert!(outcome(&three).0, "{name}: {three:?}");
+            assert!(!outcome(&one).0, "{name}: {one:?}");
+            let stats = (cas.stats)();
+            assert_eq!(
+                (stats.decisions, stats.attempts, stats.combined),
+                (4, 1, 4),
+                "{name}: one read and one write for the group"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn each_request_keeps_its_own_time_and_maximum_delay() {
+    for f in fixtures().await {
+        let bucket = common::patient(TokenBucket::builder(
+            "10/minute".parse().unwrap(),
+            waiting(&f),
+        ))
+        .clock(f.clock.clone())
+        .build()
+        .unwrap();
+        let client = unique_client("times");
+        let at = |secs: i64| chrono::DateTime::from_timestamp(T0 + secs, 0).unwrap();
+        let (all_ten, none_left, six_later, again) = tokio::join!(
+            bucket.check_at(&client, 10, at(0)),
+            bucket.check_at(&client, 1, at(0)),
+            bucket.check_at(&client, 1, at(6)),
+            bucket.check_at(&client, 1, at(6)),
+        );
+        // The third request is 6 s later: one token refilled for it.
+        assert_eq!(outcome(&all_ten), (true, 0), "{}", f.name);
+        assert!(!outcome(&none_left).0, "{}", f.name);
+        assert!(outcome(&six_later).0, "{}", f.name);
+        assert!(!outcome(&again).0, "{}", f.name);
+        assert_eq!(bucket.cas_stats().combined, 4);
+
+        // GCRA's delay mode through one group: each its own maximum delay.
+        let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), waiting(&f)))
+            .burst(1)
+            .clock(f.clock.clone())
+            .build()
+            .unwrap();
+        let client = unique_client("delays");
+        let second = Duration::from_secs(1);
+        let (now, queued, impatient, later) = tokio::join!(
+            gcra.reserve(&client, 1, Duration::ZERO),
+            gcra.reserve(&client, 1, second),
+            gcra.reserve(&client, 1, Duration::ZERO),
+            gcra.reserve(&client, 1, second),
+        );
+        let slot = |r: Result<memcache_ratelimit::Reservation, Error>| {
+            let r = r.unwrap();
+            r.decision().is_allowed().then_some(r.delay().as_millis())
+        };
+        assert_eq!(
+            [slot(now), slot(queued), slot(impatient), slot(later)],
+            [Some(0), Some(250), None, Some(500)],
+            "{}",
+            f.name
+        );
+        assert_eq!(gcra.cas_stats().attempts, 1);
+    }
+}
+
+#[tokio::test]
+async fn a_group_of_denials_writes_nothing() {
+    for f in fixtures().await {
+        let store = Arc::new(CountingStore::new(waiting(&f)));
+        for cas in every(store.clone(), &f.clock, "2/minute", CasPolicy::default()) {
+            let client = unique_client("denials");
+            let l = &cas.limiter;
+            assert!(l.check_n(&client, 2).await.unwrap().is_allowed());
+            let before = store.calls();
+            let denied = tokio::join!(
+                l.check(&client),
+                l.check(&client),
+                l.check(&client),
+                l.check(&client),
+            );
+            for d in [denied.0, denied.1, denied.2, denied.3] {
+                assert!(d.unwrap().is_denied(), "{} {}", f.name, cas.name);
+            }
+            let after = store.calls();
+            assert_eq!(
+                (after.gets - before.gets, after.puts - before.puts),
+                (1, 0),
+                "{} {}: one read, no write",
+                f.name,
+                cas.name
+            );
+        }
+    }
+}
+
+/// A store that answers reads and writes only after a pause, so a group
+/// stays in flight long enough for callers to give up during it; a zero
+/// pause yields to the scheduler once, as a network round trip would.
+#[derive(Debug)]
+struct Slow {
+    inner: Arc<dyn Store>,
+    pause: Duration,
+}
+
+impl Slow {
+    async fn wait(&self) {
+        if self.pause.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(self.pause).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Store for Slow {
+    async fn increment(
+        &self,
+        key: &[u8],
+        delta: u64,
+        ttl: Duration,
+        also_read: &[Vec<u8>],
+    ) -> Result<Counters, StoreError> {
+        self.inner.increment(key, delta, ttl, also_read).await
+    }
+
+    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+        self.inner.decrement(key, delta).await
+    }
+
+    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+        self.inner.get_counters(keys).await
+    }
+
+    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+        self.wait().await;
+        self.inner.get(key).await
+    }
+
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError> {
+        self.wait().await;
+        self.inner.put(key, value, ttl, condition).await
+    }
+
+    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+        self.inner.delete(keys).await
+    }
+}
+
+#[tokio::test]
+async fn callers_that_give_up_never_stall_the_others() {
+    // Every read and write takes PAUSE, so groups run on a known timeline:
+    // the first group (A alone) reads over [0, P) and writes over [P, 2P);
+    // the second reads over [2P, 3P) and writes over [3P, 4P). Each caller
+    // gives up half a pause inside the phase it is meant to miss.
+    const PAUSE: Duration = Duration::from_millis(100);
+    let ms = |n: u64| Some(Duration::from_millis(n));
+    for f in fixtures().await {
+        let slow = Arc::new(Slow {
+            inner: f.store.clone(),
+            pause: PAUSE,
+        });
+        for cas in every(slow, &f.clock, "3/minute", CasPolicy::default()) {
+            let name = format!("{} {}", f.name, cas.name);
+            let client = Arc::new(unique_client("cancel"));
+            let spawn = |patience: Option<Duration>| {
+                let (limiter, client) = (cas.limiter.clone(), client.clone());
+                tokio::spawn(async move {
+                    let check = limiter.check(&client);
+                    match patience {
+                        Some(patience) => tokio::time::timeout(patience, check).await.ok(),
+                        None => Some(check.await),
+                    }
+                })
+            };
+            let started = std::time::Instant::now();
+            // A gives up while its group's write is in flight (at 1.5 P):
+            // the group goes on, and A's allowed request is counted though
+            // A never hears so.
+            let a = spawn(ms(150));
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            // The rest queue behind A's group, in this order. C gives up
+            // while queued (0.5 P), X while its own group reads (2.5 P):
+            // both are left out before anything is written for them.
+            let b = spawn(None);
+            let c = spawn(ms(50));
+            let x = spawn(ms(250));
+            let d = spawn(None);
+            let e = spawn(None);
+            assert!(a.await.unwrap().is_none(), "{name}: A should time out");
+            assert!(c.await.unwrap().is_none(), "{name}: C should time out");
+            assert!(x.await.unwrap().is_none(), "{name}: X should time out");
+            let (b, d, e) = (
+                b.await.unwrap().unwrap(),
+                d.await.unwrap().unwrap(),
+                e.await.unwrap().unwrap(),
+            );
+            // Two groups: about 4 P, far from the 10 s deadline a stall
+            // would run into.
+            let waited = started.elapsed();
+            assert!(waited < Duration::from_secs(2), "{name}: waited {waited:?}");
+            // A's write took 1 of the 3; C and X took nothing. B and D take
+            // the other two, and E is denied.
+            assert_eq!(outcome(&b), (true, 1), "{name}");
+            assert_eq!(outcome(&d), (true, 0), "{name}");
+            assert!(!outcome(&e).0, "{name}: {e:?}");
+            let stats = (cas.stats)();
+            assert_eq!(stats.decisions, 6, "{name}");
+            assert_eq!(stats.combined, 3, "{name}: B, D and E together");
+            // The key is free again: a new request is served, and denied.
+            let later = cas.limiter.check(&client).await.unwrap();
+            assert!(later.is_denied(), "{name}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_group_still_retries_lost_races_and_runs_out_as_one() {
+    for f in fixtures().await {
+        let losing = Arc::new(LosingCas::new(waiting(&f)));
+        let policy =
+            CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100)).unwrap();
+        for cas in every(losing.clone(), &f.clock, "10/minute", policy) {
+            let name = format!("{} {}", f.name, cas.name);
+            let client = unique_client("losing");
+            let l = &cas.limiter;
+
+            // Three lost writes, then the fourth attempt lands for all five.
+            losing.lose_next(3);
+            let won = tokio::join!(
+                l.check(&client),
+                l.check(&client),
+                l.check(&client),
+                l.check(&client),
+                l.check(&client),
+            );
+            let remaining: Vec<u64> = [won.0, won.1, won.2, won.3, won.4]
+                .into_iter()
+                .map(|d| {
+                    let d = d.unwrap();
+                    assert!(d.is_allowed(), "{name}");
+                    d.remaining()
+                })
+                .collect();
+            assert_eq!(remaining, [9, 8, 7, 6, 5], "{name}");
+            let stats = (cas.stats)();
+            assert_eq!(
+                (
+                    stats.attempts,
+                    stats.conflicts,
+                    stats.retries,
+                    stats.combined
+                ),
+                (4, 3, 3, 5),
+                "{name}"
+            );
+
+            // Every attempt lost: every member gets Contention.
+            losing.lose_next(4);
+            let lost = tokio::join!(l.check(&client), l.check(&client), l.check(&client));
+            for outcome in [lost.0, lost.1, lost.2] {
+                assert!(
+                    matches!(outcome, Err(Error::Contention { attempts: 4 })),
+                    "{name}: {outcome:?}"
+                );
+            }
+            let stats = (cas.stats)();
+            assert_eq!((stats.attempts, stats.exhausted), (8, 3), "{name}");
+            // Nothing was taken by the failed group.
+            let next = l.check(&client).await.unwrap();
+            assert_eq!((next.is_allowed(), next.remaining()), (true, 4), "{name}");
+            assert_eq!((cas.stats)().decisions, 9, "{name}");
+        }
+    }
+}

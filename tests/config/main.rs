@@ -1,0 +1,6 @@
+//! Configuration from TOML and the environment (the `config` feature).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod config;

@@ -1,0 +1,10 @@
+//! The HTTP middleware (the `axum` feature, which implies `tower`): the
+//! tower layer in process, on a bare hyper server, and the axum example
+//! end to end against a real memcached.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod http_end_to_end;
+mod http_hyper;
+mod http_middleware;

@@ -1,0 +1,9 @@
+//! What an operator sees: tracing spans and events, exported counts, a
+//! client's state read back, and the figures the README documents.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod documented_figures;
+mod inspection;
+mod observability;

@@ -1,0 +1,10 @@
+//! Property tests (proptest) of the algorithms: bounds every algorithm
+//! keeps, the linear limiters' laws, and decisions on whatever state a
+//! key holds. Failing cases are saved under `tests/proptest-regressions/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod all_properties;
+mod linear_properties;
+mod state_repair_properties;
