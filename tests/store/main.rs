@@ -16,3 +16,4 @@ mod memcached_process;
 mod memory_reclaim;
 mod protocol_choice;
 mod store_conformance;
+mod store_errors;

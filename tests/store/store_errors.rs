@@ -1,7 +1,7 @@
 //! A store error names the server it came from and keeps the error that
 //! caused it, so an operator can tell which memcached failed and why.
 
-mod common;
+use crate::common;
 
 use std::error::Error as _;
 use std::time::Duration;
