@@ -9,6 +9,7 @@ mod common;
 mod cas_behaviour;
 mod cas_combining;
 mod clock_skew;
+#[cfg(feature = "memcached")]
 mod deny_cache;
 mod dynamic_quotas;
 mod large_limits;

@@ -8,6 +8,7 @@
 
 pub mod faults;
 pub mod memcached;
+#[cfg(feature = "memcached")]
 pub mod policies;
 pub mod states;
 pub mod twemproxy;
@@ -15,7 +16,9 @@ pub mod twemproxy;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memcache_ratelimit::store::{ClassicStore, MemcachedStore, MemoryStore, Store};
+#[cfg(feature = "memcached")]
+use memcache_ratelimit::store::{ClassicStore, MemcachedStore};
+use memcache_ratelimit::store::{MemoryStore, Store};
 use memcache_ratelimit::{FailurePolicy, LimiterBuilder, ManualClock};
 
 /// `builder` as tests of the algorithms' logic want it on a shared and
@@ -61,6 +64,7 @@ pub fn memory() -> Fixture {
     }
 }
 
+#[cfg(feature = "memcached")]
 pub async fn memcached() -> Fixture {
     let server = memcached::Memcached::start();
     let store = MemcachedStore::connect([server.address()])
@@ -75,6 +79,7 @@ pub async fn memcached() -> Fixture {
     }
 }
 
+#[cfg(feature = "memcached")]
 /// A memcached spoken to over the classic text protocol
 /// ([`ClassicStore`]), as through twemproxy or to memcached 1.5.
 pub async fn classic() -> Fixture {
@@ -94,6 +99,7 @@ pub async fn classic() -> Fixture {
     }
 }
 
+#[cfg(feature = "memcached")]
 /// Twemproxy (nutcracker) in front of 3 memcached processes, spoken to
 /// over the classic protocol, as an existing fleet behind a proxy runs.
 pub async fn twemproxy() -> Fixture {
@@ -112,6 +118,7 @@ pub async fn twemproxy() -> Fixture {
     }
 }
 
+#[cfg(feature = "memcached")]
 /// `count` independent store clients of one server, each with its own
 /// connection pool, as separate service instances would have, with an I/O
 /// timeout (5 s) a busy test machine does not reach.
@@ -134,6 +141,7 @@ pub async fn independent_clients(
     stores
 }
 
+#[cfg(feature = "memcached")]
 /// Where the exactness races run: one memcached over the meta protocol,
 /// or three behind twemproxy over the classic protocol.
 pub enum Fleet {
@@ -143,6 +151,7 @@ pub enum Fleet {
     Twemproxy(twemproxy::Twemproxy),
 }
 
+#[cfg(feature = "memcached")]
 impl Fleet {
     /// Both fleets, started.
     pub fn both() -> Vec<Fleet> {
@@ -188,13 +197,17 @@ impl Fleet {
 /// Every store, each with a fresh clock at [`T0`]: embedded, memcached
 /// over the meta protocol, memcached over the classic protocol, and three
 /// memcached behind twemproxy over the classic protocol.
+/// Without the `memcached` feature, the embedded store alone.
 pub async fn fixtures() -> Vec<Fixture> {
-    vec![
+    #[cfg(feature = "memcached")]
+    return vec![
         memory(),
         memcached().await,
         classic().await,
         twemproxy().await,
-    ]
+    ];
+    #[cfg(not(feature = "memcached"))]
+    vec![memory()]
 }
 
 /// A client id unique to this call, so tests sharing a memcached never
@@ -226,6 +239,7 @@ pub fn proptest_config(name: &str, cases: u32) -> proptest::test_runner::Config 
     }
 }
 
+#[cfg(feature = "memcached")]
 /// A memcached store whose one server is a port nothing listens on
 /// (port 1): every call is refused at once, a real connection failure.
 pub async fn refusing_store() -> Arc<MemcachedStore> {

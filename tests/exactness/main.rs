@@ -5,7 +5,11 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[cfg(feature = "memcached")]
 mod cas_hot_key;
+#[cfg(feature = "memcached")]
 mod memcached_cas_exactness;
+#[cfg(feature = "memcached")]
 mod memcached_concurrency;
+#[cfg(feature = "memcached")]
 mod multi_process_exactness;

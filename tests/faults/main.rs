@@ -6,8 +6,12 @@
 mod common;
 
 mod counter_repair;
+#[cfg(feature = "memcached")]
 mod deadline;
+#[cfg(feature = "memcached")]
 mod failure_latency;
+#[cfg(feature = "memcached")]
 mod failure_policy;
+#[cfg(feature = "memcached")]
 mod hung_server;
 mod state_repair;

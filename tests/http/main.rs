@@ -5,6 +5,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[cfg(feature = "memcached")]
 mod http_end_to_end;
 mod http_hyper;
+#[cfg(feature = "memcached")]
 mod http_middleware;

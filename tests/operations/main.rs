@@ -4,6 +4,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[cfg(feature = "memcached")]
 mod documented_figures;
 mod inspection;
+#[cfg(feature = "memcached")]
 mod observability;
