@@ -37,7 +37,7 @@ const EPSILON: f64 = 1e-9;
 /// figure is the moment the bucket runs dry; since each request needs a
 /// whole token, the exact count is `⌊(q−1)·a/(a−1)⌋ + 1`, up to `1/(a−1)`
 /// fewer. For `q = 60` that is 79 at 4× (Finch: 80), 119 at 2× (120) and
-/// 178 at 1.5× (180), as `tests/reaction_time.rs` measures. Linear limiters
+/// 178 at 1.5× (180), as `tests/algorithms/reaction_time.rs` measures. Linear limiters
 /// are slow to throttle a moderately abusive client; the sliding window and
 /// [`HybridQuota`](crate::HybridQuota) react within one period.
 ///
