@@ -31,13 +31,11 @@ mod window;
 mod window_math;
 mod window_repair;
 
-pub use fixed_window::{FixedWindow, FixedWindowConfig};
-pub use gcra::{Gcra, GcraConfig, Reservation};
-pub use hybrid_quota::{HybridQuota, HybridQuotaConfig};
+pub use fixed_window::FixedWindow;
+pub use gcra::{Gcra, Reservation};
+pub use hybrid_quota::HybridQuota;
 pub use inspect::{InspectedKey, Inspection};
 pub use optimistic::{CasPolicy, CasStats};
-pub use sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
-pub use sliding_window::{
-    SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS,
-};
-pub use token_bucket::{TokenBucket, TokenBucketConfig};
+pub use sliding_log::{SlidingLog, MAX_LOG_LIMIT};
+pub use sliding_window::{SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};
+pub use token_bucket::TokenBucket;

@@ -800,7 +800,6 @@ pub(crate) fn parameter_suffix(tag: &str, parameters: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limiter::LimiterBuilder;
     use crate::{Clock, MemoryStore, SystemClock};
     use std::future::Future;
     use std::panic::{self, AssertUnwindSafe};
@@ -911,7 +910,7 @@ mod tests {
 
     fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
         // Through the builder, so the test follows whatever settings exist.
-        let (settings, ()) = LimiterBuilder::new("10/minute".parse().unwrap(), store, ())
+        let settings = crate::TokenBucket::builder("10/minute".parse().unwrap(), store)
             .deadline(Duration::from_secs(10))
             .into_settings()
             .unwrap();
