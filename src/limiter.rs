@@ -449,7 +449,7 @@ impl<A> LimiterBuilder<A> {
         self
     }
 
-    /// The clock to read (default [`SystemClock`]).
+    /// The clock to read (default [`SystemClock`](crate::SystemClock)).
     pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
         self.spec = self.spec.clock(clock);
         self

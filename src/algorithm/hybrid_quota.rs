@@ -78,7 +78,8 @@ const MAX_EXACT_LIMIT: u64 = 1 << 53;
 /// is the time until a whole quota is available again: the end of the
 /// window (bursty) or the refill to `q` (smooth). The state is one
 /// memcached value, `<b|s> <bucket> <time>`, in the shared optimistic loop
-/// ([`CasPolicy`](crate::CasPolicy)); it expires once it would mean the same as no state.
+/// ([`CasPolicy`](crate::CasPolicy)); it expires once it would mean the
+/// same as no state.
 /// A denial writes nothing unless strict: tokens accrue linearly, so the
 /// stored state already implies the same later decisions, and a flooding
 /// client costs reads only.

@@ -42,7 +42,8 @@ const VERSION: u8 = 1;
 /// `t`. The limit holds exactly over every window of one period, with no
 /// boundary effects and no estimate, at the price of a value that grows
 /// with the limit (hence [`MAX_LOG_LIMIT`]) and is read and written whole
-/// on every decision, in the shared optimistic loop ([`CasPolicy`](crate::CasPolicy)).
+/// on every decision, in the shared optimistic loop
+/// ([`CasPolicy`](crate::CasPolicy)).
 ///
 /// The log is stored compactly: a version byte, the oldest timestamp as a
 /// little-endian `i64` (unix nanoseconds), then each later entry as the
