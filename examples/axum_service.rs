@@ -71,23 +71,22 @@ pub async fn app(settings: &Settings) -> Result<Router> {
         Arc::new(MemcachedStore::connect(settings.servers.iter().cloned()).await?)
     };
     let (quota, pro) = (settings.quota, settings.pro);
-    let spec = LimiterSpec::new(Algorithm::SlidingWindow {
-        sub_windows: settings.sub_windows,
-    });
-    let per_ip = spec.clone().namespace("ip").build(quota, store.clone())?;
-    let per_tenant = DynamicLimiter::new(
-        spec.namespace("tenant"),
-        store,
+    let spec = LimiterSpec::new(
+        Algorithm::SlidingWindow {
+            sub_windows: settings.sub_windows,
+        },
         quota,
-        move |tenant: &[u8]| {
+    );
+    let per_ip = spec.clone().namespace("ip").build(store.clone())?;
+    let per_tenant =
+        DynamicLimiter::new(spec.namespace("tenant"), store, move |tenant: &[u8]| {
             if tenant.starts_with(b"pro-") {
                 pro
             } else {
                 quota
             }
-        },
-    )?
-    .prepare([pro])?;
+        })?
+        .prepare([pro])?;
 
     Ok(Router::new()
         .route("/", get(|| async { "hello\n" }))

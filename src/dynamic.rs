@@ -1,8 +1,8 @@
 //! Quotas picked per client at request time: API plans, per-tenant limits.
 //!
 //! A [`DynamicLimiter`] asks a [`QuotaResolver`] which quota a client is
-//! held to, then decides with a limiter built from one [`LimiterSpec`] for
-//! that quota (built on first use, then kept). All of them share one store
+//! held to, then decides with the limiter one [`LimiterSpec`] describes, for
+//! that quota ([`LimiterSpec::with_quota`]; built on first use, then kept). All of them share one store
 //! and one namespace, and the key layout keeps state made under different
 //! parameters apart wherever mixing it would be wrong:
 //!
@@ -76,9 +76,8 @@ impl<F: Fn(&[u8]) -> Quota + Send + Sync + 'static> QuotaResolver for F {
 /// let pro: Quota = "5/minute".parse()?;
 /// let clock = ManualClock::from_unix_secs(1_800_000_000);
 /// let limiter = DynamicLimiter::new(
-///     LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 4 }).clock(clock.clone()),
+///     LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 4 }, free).clock(clock.clone()),
 ///     Arc::new(MemoryStore::with_clock(clock)),
-///     free,
 ///     move |client: &[u8]| if client.starts_with(b"pro-") { pro } else { free },
 /// )?
 /// .prepare([pro])?;
@@ -115,16 +114,16 @@ impl std::fmt::Debug for DynamicLimiter {
 
 impl DynamicLimiter {
     /// A limiter deciding with `spec` on `store`, holding each client to
-    /// the quota `resolver` picks. `default` is [`RateLimiter::quota`]'s
-    /// answer; its limiter is built here, so an invalid spec is rejected
-    /// now.
+    /// the quota `resolver` picks. The spec's own quota is the default,
+    /// [`RateLimiter::quota`]'s answer; its limiter is built here, so an
+    /// invalid spec is rejected now.
     pub fn new(
         spec: LimiterSpec,
         store: Arc<dyn Store>,
-        default: Quota,
         resolver: impl QuotaResolver,
     ) -> Result<Self, ConfigError> {
-        let built: Arc<dyn RateLimiter> = spec.build(default, store.clone())?.into();
+        let default = spec.quota();
+        let built: Arc<dyn RateLimiter> = spec.build(store.clone())?.into();
         Ok(Self {
             spec,
             store,
@@ -167,7 +166,12 @@ impl DynamicLimiter {
                 format!("{quota} would be quota number {} of this limiter, above the maximum of {MAX_DYNAMIC_QUOTAS}", limiters.len() + 1),
             ));
         }
-        let built: Arc<dyn RateLimiter> = self.spec.build(quota, self.store.clone())?.into();
+        let built: Arc<dyn RateLimiter> = self
+            .spec
+            .clone()
+            .with_quota(quota)
+            .build(self.store.clone())?
+            .into();
         limiters.insert(quota, built.clone());
         Ok(built)
     }

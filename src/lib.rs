@@ -148,8 +148,8 @@ pub use failure::{FailurePolicy, FailureStats};
 pub use http::HeaderPolicy;
 pub use key::KeySpace;
 pub use limiter::{
-    DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
-    MAX_CLOCK_SKEW, MAX_DEADLINE,
+    CasAlgorithm, DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE,
+    DEFAULT_MAX_CLOCK_SKEW, MAX_CLOCK_SKEW, MAX_DEADLINE,
 };
 pub use quota::{Quota, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD};
 pub use spec::{Algorithm, LimiterSpec};

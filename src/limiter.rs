@@ -1,6 +1,7 @@
 //! The façade every algorithm presents, and the settings they share.
 
 use std::future::Future;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -10,12 +11,13 @@ use chrono::{DateTime, Utc};
 
 pub(crate) use crate::algorithm::window::buckets::unix_nanos;
 use crate::algorithm::{CasPolicy, Inspection};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::failure::{scale_quota, FailurePolicy, Failures};
 use crate::key::KeySpace;
 use crate::quota::{Quota, MAX_LIMIT};
+use crate::spec::LimiterSpec;
 use crate::stats::LimiterStats;
 use crate::store::{MemoryStore, Store};
 
@@ -369,24 +371,27 @@ pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Ou
     .await
 }
 
-/// Builds a limiter: the settings all algorithms share, plus the
-/// algorithm's own (`A`). Each algorithm's `builder` starts one, and its
-/// `build` validates everything at once, so a limiter that exists is
-/// correctly configured.
+/// Builds a limiter of algorithm `A` ([`SlidingWindow`](crate::SlidingWindow),
+/// [`Gcra`](crate::Gcra), ...): a [`LimiterSpec`] and the store. Each
+/// algorithm's `builder` starts one, every setter writes into the spec,
+/// and `build` validates everything at once, so a limiter that exists is
+/// correctly configured. [`LimiterSpec::build`] goes through the same
+/// builder.
 ///
 /// ```
-/// use memcache_ratelimit::{DeniedRequests, ManualClock, MemoryStore, SlidingWindow};
+/// use memcache_ratelimit::{Algorithm, DeniedRequests, ManualClock, MemoryStore, SlidingWindow};
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
 /// let clock = ManualClock::default();
-/// let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::with_clock(clock.clone())))
+/// let builder = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::with_clock(clock.clone())))
 ///     .sub_windows(4)
 ///     .clock(clock)
 ///     .namespace("api")
 ///     .deadline(Duration::from_millis(50))
-///     .denied_requests(DeniedRequests::Counted)
-///     .build()?;
+///     .denied_requests(DeniedRequests::Counted);
+/// assert_eq!(builder.spec().algorithm(), Algorithm::SlidingWindow { sub_windows: 4 });
+/// let limiter = builder.build()?;
 ///
 /// let bad = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
 ///     .namespace("has space")
@@ -394,46 +399,59 @@ pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Ou
 /// assert_eq!(bad.unwrap_err().field(), "namespace");
 /// # Ok::<(), memcache_ratelimit::ConfigError>(())
 /// ```
-#[derive(Debug, Clone)]
 #[must_use]
 pub struct LimiterBuilder<A> {
-    quota: Quota,
+    pub(crate) spec: LimiterSpec,
     store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    namespace: String,
-    deadline: Duration,
-    denied: DeniedRequests,
-    max_clock_skew: Duration,
-    failure: FailurePolicy,
-    pub(crate) algorithm: A,
+    algorithm: PhantomData<fn() -> A>,
+}
+
+impl<A> Clone for LimiterBuilder<A> {
+    fn clone(&self) -> Self {
+        Self {
+            spec: self.spec.clone(),
+            store: self.store.clone(),
+            algorithm: PhantomData,
+        }
+    }
+}
+
+impl<A> std::fmt::Debug for LimiterBuilder<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimiterBuilder")
+            .field("spec", &self.spec)
+            .field("store", &self.store)
+            .finish()
+    }
 }
 
 impl<A> LimiterBuilder<A> {
-    pub(crate) fn new(quota: Quota, store: Arc<dyn Store>, algorithm: A) -> Self {
+    /// A builder of `spec` on `store`; the algorithm's own type checks, at
+    /// `build`, that the spec's algorithm is its own.
+    pub(crate) fn from_spec(spec: LimiterSpec, store: Arc<dyn Store>) -> Self {
         Self {
-            quota,
+            spec,
             store,
-            clock: Arc::new(SystemClock),
-            namespace: KeySpace::default().namespace().to_owned(),
-            deadline: DEFAULT_DEADLINE,
-            denied: DeniedRequests::default(),
-            max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
-            failure: FailurePolicy::default(),
-            algorithm,
+            algorithm: PhantomData,
         }
+    }
+
+    /// What this builder builds: the algorithm, the quota and the settings.
+    pub fn spec(&self) -> &LimiterSpec {
+        &self.spec
     }
 
     /// What to decide when the store fails or misses the deadline
     /// (default [`FailurePolicy::Open`]); see [`FailurePolicy`]. A
     /// fallback share outside (0, 1] is rejected by `build`.
     pub fn on_failure(mut self, policy: FailurePolicy) -> Self {
-        self.failure = policy;
+        self.spec = self.spec.on_failure(policy);
         self
     }
 
-    /// The clock to read (default [`SystemClock`]).
+    /// The clock to read (default [`SystemClock`](crate::SystemClock)).
     pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
-        self.clock = Arc::new(clock);
+        self.spec = self.spec.clock(clock);
         self
     }
 
@@ -444,7 +462,7 @@ impl<A> LimiterBuilder<A> {
     /// window and a one-sub-window sliding window of the same period in one
     /// namespace count into the same keys.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = namespace.into();
+        self.spec = self.spec.namespace(namespace);
         self
     }
 
@@ -456,7 +474,7 @@ impl<A> LimiterBuilder<A> {
     /// started once the store makes a decision wait, so decisions on an
     /// in-process store never touch it.
     pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
+        self.spec = self.spec.deadline(deadline);
         self
     }
 
@@ -470,13 +488,13 @@ impl<A> LimiterBuilder<A> {
     /// its algorithm reads it, so a process whose clock lags still finds
     /// it.
     pub fn max_clock_skew(mut self, skew: Duration) -> Self {
-        self.max_clock_skew = skew;
+        self.spec = self.spec.max_clock_skew(skew);
         self
     }
 
     /// What denied requests cost (default [`DeniedRequests::Refunded`]).
     pub fn denied_requests(mut self, denied: DeniedRequests) -> Self {
-        self.denied = denied;
+        self.spec = self.spec.denied_requests(denied);
         self
     }
 
@@ -493,32 +511,31 @@ impl<A> LimiterBuilder<A> {
     /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
     pub fn cas_policy(mut self, policy: CasPolicy) -> Self
     where
-        A: AsMut<CasPolicy>,
+        A: CasAlgorithm,
     {
-        *self.algorithm.as_mut() = policy;
+        self.spec = self.spec.cas_policy(policy);
         self
     }
 
-    /// Validates the shared settings and hands back the algorithm's own,
-    /// with the local stand-in of a [`FailurePolicy::Fallback`] built by
-    /// `build`: the same algorithm and settings on a [`MemoryStore`] of the
-    /// same clock, with the quota (and the algorithm's own burst or
-    /// capacity) scaled to the share.
+    /// Validates the shared settings and hands back the runtime settings
+    /// and the spec, with the local stand-in of a
+    /// [`FailurePolicy::Fallback`] built by `build`: the same algorithm and
+    /// settings on a [`MemoryStore`] of the same clock, with the quota (and
+    /// the algorithm's own burst or capacity) scaled to the share.
     pub(crate) fn into_parts<L: RateLimiter + 'static>(
         self,
         build: fn(Self) -> Result<L, ConfigError>,
-    ) -> Result<(Settings, A), ConfigError>
-    where
-        A: Clone + Shared,
-    {
-        let fallback = match self.failure {
+    ) -> Result<(Settings, LimiterSpec), ConfigError> {
+        let fallback = match self.spec.failure {
             FailurePolicy::Fallback { share } => {
-                let mut local = self.clone();
-                local.store = Arc::new(MemoryStore::with_clock(self.clock.clone()));
-                local.quota = scale_quota(self.quota, share);
-                local.algorithm.share(share);
-                local.failure = FailurePolicy::ReturnError;
-                Some(Arc::new(build(local)?) as Arc<dyn RateLimiter>)
+                let spec = self
+                    .spec
+                    .clone()
+                    .with_quota(scale_quota(self.spec.quota, share))
+                    .with_algorithm(self.spec.algorithm.scaled(share))
+                    .on_failure(FailurePolicy::ReturnError);
+                let store = Arc::new(MemoryStore::with_clock(self.spec.clock.clone()));
+                Some(Arc::new(build(Self::from_spec(spec, store))?) as Arc<dyn RateLimiter>)
             }
             _ => None,
         };
@@ -528,55 +545,78 @@ impl<A> LimiterBuilder<A> {
     /// [`into_parts`](Self::into_parts) for engines tested on their own,
     /// under a policy with no stand-in.
     #[cfg(test)]
-    pub(crate) fn into_settings(self) -> Result<(Settings, A), ConfigError> {
-        self.settings(None)
+    pub(crate) fn into_settings(self) -> Result<Settings, ConfigError> {
+        self.settings(None).map(|(settings, _)| settings)
     }
 
     fn settings(
         self,
         fallback: Option<Arc<dyn RateLimiter>>,
-    ) -> Result<(Settings, A), ConfigError> {
-        if self.deadline.is_zero() || self.deadline > MAX_DEADLINE {
+    ) -> Result<(Settings, LimiterSpec), ConfigError> {
+        let spec = self.spec;
+        if spec.deadline.is_zero() || spec.deadline > MAX_DEADLINE {
             return Err(ConfigError::new(
                 "deadline",
-                format!("{:?} is outside (0, {MAX_DEADLINE:?}]", self.deadline),
+                format!("{:?} is outside (0, {MAX_DEADLINE:?}]", spec.deadline),
             ));
         }
-        if self.quota.limit() > MAX_LIMIT {
+        if spec.quota.limit() > MAX_LIMIT {
             return Err(ConfigError::new(
                 "limit",
                 format!(
                     "{} is more than MAX_LIMIT ({MAX_LIMIT}, 2^56), beyond which memcached's 64-bit counters could wrap",
-                    self.quota.limit()
+                    spec.quota.limit()
                 ),
             ));
         }
-        if self.max_clock_skew > MAX_CLOCK_SKEW {
+        if spec.max_clock_skew > MAX_CLOCK_SKEW {
             return Err(ConfigError::new(
                 "max_clock_skew",
-                format!("{:?} is more than {MAX_CLOCK_SKEW:?}", self.max_clock_skew),
+                format!("{:?} is more than {MAX_CLOCK_SKEW:?}", spec.max_clock_skew),
             ));
         }
         let settings = Settings {
-            quota: self.quota,
+            quota: spec.quota,
             store: self.store,
-            clock: self.clock,
-            keys: KeySpace::new(self.namespace)?,
-            deadline: self.deadline,
-            denied: self.denied,
-            max_clock_skew: self.max_clock_skew,
-            failures: Arc::new(Failures::new(self.failure, fallback)?),
+            clock: spec.clock.clone(),
+            keys: KeySpace::new(spec.namespace.clone())?,
+            deadline: spec.deadline,
+            denied: spec.denied,
+            max_clock_skew: spec.max_clock_skew,
+            failures: Arc::new(Failures::new(spec.failure, fallback)?),
         };
-        Ok((settings, self.algorithm))
+        Ok((settings, spec))
     }
 }
 
-/// An algorithm's own settings, scaled to a share of the quota for the
-/// local stand-in of [`FailurePolicy::Fallback`].
-pub(crate) trait Shared {
-    /// Scales what the algorithm sets beside the quota (a burst, a
-    /// capacity) to `share`; nothing by default.
-    fn share(&mut self, share: f64) {
-        let _ = share;
-    }
+/// The error of a builder whose spec names another algorithm than its own,
+/// which the crate's constructors never make.
+pub(crate) fn other_algorithm(spec: &LimiterSpec, expected: &str) -> ConfigError {
+    ConfigError::new(
+        "algorithm",
+        format!(
+            "a {expected} builder cannot build {}",
+            spec.algorithm.name()
+        ),
+    )
 }
+
+/// The algorithms that decide by compare-and-swap, whose builders take a
+/// [`CasPolicy`](LimiterBuilder::cas_policy).
+pub trait CasAlgorithm: cas_algorithm::Sealed {}
+
+mod cas_algorithm {
+    /// Keeps [`CasAlgorithm`](super::CasAlgorithm) to the crate's
+    /// algorithms.
+    pub trait Sealed {}
+
+    impl Sealed for crate::TokenBucket {}
+    impl Sealed for crate::Gcra {}
+    impl Sealed for crate::SlidingLog {}
+    impl Sealed for crate::HybridQuota {}
+}
+
+impl CasAlgorithm for crate::TokenBucket {}
+impl CasAlgorithm for crate::Gcra {}
+impl CasAlgorithm for crate::SlidingLog {}
+impl CasAlgorithm for crate::HybridQuota {}

@@ -1,16 +1,19 @@
-//! A limiter described as data: the algorithm and the settings, without the
-//! quota and the store. Configuration files and dynamic quotas build
-//! limiters from one.
+//! A limiter described as data: the algorithm, the quota and every setting,
+//! all but the store. The builders, configuration files, dynamic quotas,
+//! the command line, the benchmarks and the simulations all describe
+//! limiters with one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::algorithm::{
     CasPolicy, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow, TokenBucket,
+    DEFAULT_SEALED_CACHE,
 };
 use crate::clock::{Clock, SystemClock};
 use crate::error::ConfigError;
-use crate::failure::FailurePolicy;
+use crate::failure::{scale, FailurePolicy};
+use crate::key::KeySpace;
 use crate::limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
 };
@@ -25,11 +28,13 @@ use crate::store::Store;
 ///
 /// assert_eq!(Algorithm::default(), Algorithm::SlidingWindow { sub_windows: 4 });
 /// assert_eq!(Algorithm::Gcra { burst: None }.name(), "gcra");
+/// assert_eq!(Algorithm::SlidingWindow { sub_windows: 12 }.sub_windows(), Some(12));
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Algorithm {
-    /// [`SlidingWindow`] with `sub_windows` sub-windows (1 to 60, dividing
-    /// the period into whole milliseconds).
+    /// [`SlidingWindow`] with `sub_windows` sub-windows (dividing the period
+    /// into whole milliseconds, at most
+    /// [`MAX_SUB_WINDOWS`](crate::algorithm::MAX_SUB_WINDOWS)).
     SlidingWindow {
         /// The number of sub-windows, `n`.
         sub_windows: u32,
@@ -73,12 +78,106 @@ impl Algorithm {
             Self::HybridQuota => "hybrid_quota",
         }
     }
+
+    /// Every algorithm, by [`name`](Self::name), with its default
+    /// parameters: 4 sub-windows, the token bucket's capacity and GCRA's
+    /// burst left to the quota's limit.
+    pub const ALL: [Algorithm; 6] = [
+        Self::SlidingWindow { sub_windows: 4 },
+        Self::FixedWindow,
+        Self::TokenBucket { capacity: None },
+        Self::Gcra { burst: None },
+        Self::SlidingLog,
+        Self::HybridQuota,
+    ];
+
+    /// The algorithm called `name` (see [`name`](Self::name)), with its
+    /// default parameters ([`ALL`](Self::ALL)).
+    ///
+    /// ```
+    /// use memcache_ratelimit::Algorithm;
+    ///
+    /// assert_eq!(Algorithm::from_name("gcra"), Some(Algorithm::Gcra { burst: None }));
+    /// assert_eq!(Algorithm::from_name("leaky_bucket"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|algorithm| algorithm.name() == name)
+    }
+
+    /// The sliding window's number of sub-windows; `None` for the other
+    /// algorithms.
+    pub fn sub_windows(&self) -> Option<u32> {
+        match self {
+            Self::SlidingWindow { sub_windows } => Some(*sub_windows),
+            _ => None,
+        }
+    }
+
+    /// Whether the algorithm decides by compare-and-swap, and so takes a
+    /// [`CasPolicy`]: the token bucket, GCRA, the sliding log and the
+    /// hybrid quota.
+    pub fn uses_cas(&self) -> bool {
+        matches!(
+            self,
+            Self::TokenBucket { .. } | Self::Gcra { .. } | Self::SlidingLog | Self::HybridQuota
+        )
+    }
+
+    /// The same algorithm with what it sets beside the quota (a burst, a
+    /// capacity) scaled to `share`, for the local stand-in of
+    /// [`FailurePolicy::Fallback`].
+    pub(crate) fn scaled(self, share: f64) -> Self {
+        match self {
+            Self::TokenBucket { capacity } => Self::TokenBucket {
+                capacity: capacity.map(|value| scale(value, share)),
+            },
+            Self::Gcra { burst } => Self::Gcra {
+                burst: burst.map(|value| scale(value, share)),
+            },
+            other => other,
+        }
+    }
 }
 
-/// Everything a limiter is built from except its quota and its store: the
-/// algorithm and the settings every [`LimiterBuilder`] takes. One spec
-/// builds limiters for many quotas, each validated as its builder
-/// validates it.
+impl std::fmt::Display for Algorithm {
+    /// The algorithm's type and the parameters set beside the quota:
+    /// `SlidingWindow n=4`, `FixedWindow`, `TokenBucket`,
+    /// `TokenBucket capacity=10`, `Gcra`, `Gcra burst=3`, `SlidingLog`,
+    /// `HybridQuota`.
+    ///
+    /// ```
+    /// use memcache_ratelimit::Algorithm;
+    ///
+    /// assert_eq!(Algorithm::SlidingWindow { sub_windows: 4 }.to_string(), "SlidingWindow n=4");
+    /// assert_eq!(Algorithm::Gcra { burst: None }.to_string(), "Gcra");
+    /// assert_eq!(Algorithm::Gcra { burst: Some(3) }.to_string(), "Gcra burst=3");
+    /// ```
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::SlidingWindow { sub_windows } => write!(f, "SlidingWindow n={sub_windows}"),
+            Self::FixedWindow => f.write_str("FixedWindow"),
+            Self::TokenBucket { capacity: None } => f.write_str("TokenBucket"),
+            Self::TokenBucket {
+                capacity: Some(tokens),
+            } => write!(f, "TokenBucket capacity={tokens}"),
+            Self::Gcra { burst: None } => f.write_str("Gcra"),
+            Self::Gcra {
+                burst: Some(requests),
+            } => write!(f, "Gcra burst={requests}"),
+            Self::SlidingLog => f.write_str("SlidingLog"),
+            Self::HybridQuota => f.write_str("HybridQuota"),
+        }
+    }
+}
+
+/// Everything a limiter is built from except its store: the algorithm, the
+/// quota and the settings every [`LimiterBuilder`] takes. A builder holds
+/// one ([`LimiterBuilder::spec`]), and [`build`](Self::build) builds
+/// through the same builder, so a spec is validated as its builder
+/// validates it. [`with_quota`](Self::with_quota) gives the same limiter
+/// for another quota.
 ///
 /// ```
 /// use memcache_ratelimit::{Algorithm, FailurePolicy, LimiterSpec, MemoryStore};
@@ -86,49 +185,49 @@ impl Algorithm {
 /// use std::time::Duration;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let spec = LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 12 })
+/// let spec = LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 12 }, "100/minute".parse()?)
 ///     .namespace("api")
 ///     .deadline(Duration::from_millis(50))
 ///     .on_failure(FailurePolicy::Closed);
 /// let store = Arc::new(MemoryStore::new());
-/// let limiter = spec.build("100/minute".parse()?, store.clone())?;
+/// let limiter = spec.build(store.clone())?;
 /// assert!(limiter.check(b"alice").await?.is_allowed());
+/// assert_eq!(spec.with_quota("5/second".parse()?).quota(), "5/second".parse()?);
 /// // 7 sub-windows do not divide a minute into whole milliseconds.
-/// let bad = LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 7 });
-/// assert!(bad.build("100/minute".parse()?, store).is_err());
+/// let bad = LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 7 }, "100/minute".parse()?);
+/// assert_eq!(bad.build(store).err().map(|error| error.field().to_owned()).as_deref(), Some("sub_windows"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
 #[derive(Debug, Clone)]
 #[must_use]
 pub struct LimiterSpec {
-    algorithm: Algorithm,
-    namespace: Option<String>,
-    deadline: Duration,
-    max_clock_skew: Duration,
-    denied: DeniedRequests,
-    failure: FailurePolicy,
-    cas: Option<CasPolicy>,
-    clock: Arc<dyn Clock>,
-}
-
-impl Default for LimiterSpec {
-    fn default() -> Self {
-        Self::new(Algorithm::default())
-    }
+    pub(crate) algorithm: Algorithm,
+    pub(crate) quota: Quota,
+    pub(crate) namespace: String,
+    pub(crate) deadline: Duration,
+    pub(crate) max_clock_skew: Duration,
+    pub(crate) denied: DeniedRequests,
+    pub(crate) failure: FailurePolicy,
+    pub(crate) cas: CasPolicy,
+    pub(crate) sealed_cache: usize,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl LimiterSpec {
-    /// A spec for `algorithm`, with every builder default.
-    pub fn new(algorithm: Algorithm) -> Self {
+    /// A spec for `algorithm` enforcing `quota`, with every builder
+    /// default.
+    pub fn new(algorithm: Algorithm, quota: Quota) -> Self {
         Self {
             algorithm,
-            namespace: None,
+            quota,
+            namespace: KeySpace::default().namespace().to_owned(),
             deadline: DEFAULT_DEADLINE,
             max_clock_skew: DEFAULT_MAX_CLOCK_SKEW,
             denied: DeniedRequests::default(),
             failure: FailurePolicy::default(),
-            cas: None,
+            cas: CasPolicy::default(),
+            sealed_cache: DEFAULT_SEALED_CACHE,
             clock: Arc::new(SystemClock),
         }
     }
@@ -138,9 +237,26 @@ impl LimiterSpec {
         self.algorithm
     }
 
+    /// The quota.
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
+    /// The same spec, enforcing `quota` instead.
+    pub fn with_quota(mut self, quota: Quota) -> Self {
+        self.quota = quota;
+        self
+    }
+
+    /// The same spec, with `algorithm` instead.
+    pub fn with_algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.algorithm = algorithm;
+        self
+    }
+
     /// See [`LimiterBuilder::namespace`].
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(namespace.into());
+        self.namespace = namespace.into();
         self
     }
 
@@ -173,19 +289,27 @@ impl LimiterSpec {
     /// ```
     /// use memcache_ratelimit::{Algorithm, FailurePolicy, LimiterSpec};
     ///
-    /// let spec = LimiterSpec::new(Algorithm::FixedWindow);
+    /// let spec = LimiterSpec::new(Algorithm::FixedWindow, "5/second".parse()?);
     /// assert_eq!(spec.failure_policy(), FailurePolicy::Open);
     /// let spec = spec.on_failure(FailurePolicy::Closed);
     /// assert_eq!(spec.failure_policy(), FailurePolicy::Closed);
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn failure_policy(&self) -> FailurePolicy {
         self.failure
     }
 
     /// See [`LimiterBuilder::cas_policy`]; used by the compare-and-swap
-    /// algorithms and ignored by the windows.
+    /// algorithms ([`Algorithm::uses_cas`]) and ignored by the windows.
     pub fn cas_policy(mut self, policy: CasPolicy) -> Self {
-        self.cas = Some(policy);
+        self.cas = policy;
+        self
+    }
+
+    /// See [`LimiterBuilder::sealed_cache`]; used by the sliding window and
+    /// ignored by the other algorithms.
+    pub fn sealed_cache(mut self, buckets: usize) -> Self {
+        self.sealed_cache = buckets;
         self
     }
 
@@ -195,67 +319,33 @@ impl LimiterSpec {
         self
     }
 
-    /// A limiter enforcing `quota` on `store`, validated as its builder
-    /// validates it.
-    pub fn build(
-        &self,
-        quota: Quota,
-        store: Arc<dyn Store>,
-    ) -> Result<Box<dyn RateLimiter>, ConfigError> {
+    /// The limiter this spec describes, on `store`, validated by its
+    /// algorithm's builder.
+    pub fn build(&self, store: Arc<dyn Store>) -> Result<Box<dyn RateLimiter>, ConfigError> {
+        let spec = self.clone();
         Ok(match self.algorithm {
-            Algorithm::SlidingWindow { sub_windows } => Box::new(
-                self.settings(SlidingWindow::builder(quota, store))
-                    .sub_windows(sub_windows)
-                    .build()?,
-            ),
+            Algorithm::SlidingWindow { .. } => {
+                Box::new(LimiterBuilder::<SlidingWindow>::from_spec(spec, store).build()?)
+            }
             Algorithm::FixedWindow => {
-                Box::new(self.settings(FixedWindow::builder(quota, store)).build()?)
+                Box::new(LimiterBuilder::<FixedWindow>::from_spec(spec, store).build()?)
             }
-            Algorithm::TokenBucket { capacity } => {
-                let builder = self.cas(self.settings(TokenBucket::builder(quota, store)));
-                Box::new(match capacity {
-                    Some(tokens) => builder.capacity(tokens).build()?,
-                    None => builder.build()?,
-                })
+            Algorithm::TokenBucket { .. } => {
+                Box::new(LimiterBuilder::<TokenBucket>::from_spec(spec, store).build()?)
             }
-            Algorithm::Gcra { burst } => {
-                let builder = self.cas(self.settings(Gcra::builder(quota, store)));
-                Box::new(match burst {
-                    Some(requests) => builder.burst(requests).build()?,
-                    None => builder.build()?,
-                })
+            Algorithm::Gcra { .. } => {
+                Box::new(LimiterBuilder::<Gcra>::from_spec(spec, store).build()?)
             }
-            Algorithm::SlidingLog => Box::new(
-                self.cas(self.settings(SlidingLog::builder(quota, store)))
-                    .build()?,
-            ),
-            Algorithm::HybridQuota => Box::new(
-                self.cas(self.settings(HybridQuota::builder(quota, store)))
-                    .build()?,
-            ),
+            Algorithm::SlidingLog => {
+                Box::new(LimiterBuilder::<SlidingLog>::from_spec(spec, store).build()?)
+            }
+            Algorithm::HybridQuota => {
+                Box::new(LimiterBuilder::<HybridQuota>::from_spec(spec, store).build()?)
+            }
         })
     }
-
-    /// The shared settings, on `builder`.
-    fn settings<A>(&self, builder: LimiterBuilder<A>) -> LimiterBuilder<A> {
-        let builder = builder
-            .clock(self.clock.clone())
-            .deadline(self.deadline)
-            .max_clock_skew(self.max_clock_skew)
-            .denied_requests(self.denied)
-            .on_failure(self.failure);
-        match &self.namespace {
-            Some(namespace) => builder.namespace(namespace.clone()),
-            None => builder,
-        }
-    }
-
-    /// The compare-and-swap policy, on a builder of an algorithm that has
-    /// one.
-    fn cas<A: AsMut<CasPolicy>>(&self, builder: LimiterBuilder<A>) -> LimiterBuilder<A> {
-        match self.cas {
-            Some(policy) => builder.cas_policy(policy),
-            None => builder,
-        }
-    }
 }
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

@@ -1,26 +1,21 @@
-//! The library's algorithms as the benchmarks build them.
+//! The library's algorithms as the benchmarks build them: each case is a
+//! [`LimiterSpec`] of the library's own
+//! [`Algorithm`](memcache_ratelimit::Algorithm).
 
 use std::sync::Arc;
 
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{
-    CasPolicy, FailurePolicy, FixedWindow, Gcra, HybridQuota, LimiterBuilder, Quota, RateLimiter,
-    SlidingLog, SlidingWindow, TokenBucket,
-};
+use memcache_ratelimit::{CasPolicy, FailurePolicy, LimiterBuilder, LimiterSpec, RateLimiter};
 
 use crate::{LOG_QUOTA, OPEN_QUOTA};
 
-/// One algorithm, with its parameters.
+/// One benchmark case: one of the library's algorithms, with its
+/// parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Algorithm {
-    FixedWindow,
-    /// With this many sub-windows.
-    SlidingWindow(u32),
-    TokenBucket,
-    Gcra,
-    SlidingLog,
-    HybridQuota,
-}
+pub struct Case(pub memcache_ratelimit::Algorithm);
+
+/// The name the benchmark binaries know [`Case`] by.
+pub use self::Case as Algorithm;
 
 /// What a benchmark sets beyond the library's defaults.
 #[derive(Clone, Copy, Debug, Default)]
@@ -33,97 +28,68 @@ pub struct Setup {
     pub sealed_clients: Option<usize>,
 }
 
-impl Algorithm {
+impl Case {
     /// Every algorithm, at the sub-window counts the benchmarks compare.
-    pub const ALL: [Algorithm; 9] = [
-        Algorithm::FixedWindow,
-        Algorithm::SlidingWindow(1),
-        Algorithm::SlidingWindow(4),
-        Algorithm::SlidingWindow(12),
-        Algorithm::SlidingWindow(60),
-        Algorithm::TokenBucket,
-        Algorithm::Gcra,
-        Algorithm::SlidingLog,
-        Algorithm::HybridQuota,
-    ];
+    pub const ALL: [Case; 9] = {
+        use memcache_ratelimit::Algorithm as A;
+        [
+            Case(A::FixedWindow),
+            Case(A::SlidingWindow { sub_windows: 1 }),
+            Case(A::SlidingWindow { sub_windows: 4 }),
+            Case(A::SlidingWindow { sub_windows: 12 }),
+            Case(A::SlidingWindow { sub_windows: 60 }),
+            Case(A::TokenBucket { capacity: None }),
+            Case(A::Gcra { burst: None }),
+            Case(A::SlidingLog),
+            Case(A::HybridQuota),
+        ]
+    };
 
-    /// The name in the tables.
+    /// The name in the tables: the algorithm's own (`SlidingWindow n=4`,
+    /// `Gcra`, ...).
     pub fn name(self) -> String {
-        match self {
-            Algorithm::FixedWindow => "FixedWindow".into(),
-            Algorithm::SlidingWindow(n) => format!("SlidingWindow n={n}"),
-            Algorithm::TokenBucket => "TokenBucket".into(),
-            Algorithm::Gcra => "Gcra".into(),
-            Algorithm::SlidingLog => "SlidingLog".into(),
-            Algorithm::HybridQuota => "HybridQuota".into(),
-        }
+        self.0.to_string()
     }
 
     /// A namespace of its own, so that cases sharing a memcached never
     /// share keys.
     pub fn namespace(self) -> String {
-        match self {
-            Algorithm::FixedWindow => "fw".into(),
-            Algorithm::SlidingWindow(n) => format!("sw{n}"),
-            Algorithm::TokenBucket => "tb".into(),
-            Algorithm::Gcra => "gcra".into(),
-            Algorithm::SlidingLog => "log".into(),
-            Algorithm::HybridQuota => "hq".into(),
+        use memcache_ratelimit::Algorithm as A;
+        match self.0 {
+            A::FixedWindow => "fw".into(),
+            A::SlidingWindow { sub_windows } => format!("sw{sub_windows}"),
+            A::TokenBucket { .. } => "tb".into(),
+            A::Gcra { .. } => "gcra".into(),
+            A::SlidingLog => "log".into(),
+            A::HybridQuota => "hq".into(),
         }
     }
 
-    /// The limiter on `store`: so high a quota that every decision is
+    /// The limiter's description: so high a quota that every decision is
     /// allowed ([`LOG_QUOTA`] for the sliding log, its most), the library's
     /// defaults but for `setup`, and store failures returned rather than
-    /// absorbed ([`measured`]).
-    pub fn build(self, store: Arc<dyn Store>, setup: Setup) -> Arc<dyn RateLimiter> {
-        let quota: Quota = OPEN_QUOTA.parse().expect("valid quota");
-        let namespace = self.namespace();
-        match self {
-            Algorithm::FixedWindow => Arc::new(
-                measured(FixedWindow::builder(quota, store).namespace(namespace))
-                    .build()
-                    .expect("valid limiter"),
-            ),
-            Algorithm::SlidingWindow(n) => {
-                let mut builder = SlidingWindow::builder(quota, store).sub_windows(n);
-                if let Some(clients) = setup.sealed_clients {
-                    builder = builder.sealed_cache(clients * n as usize);
-                }
-                Arc::new(
-                    measured(builder.namespace(namespace))
-                        .build()
-                        .expect("valid limiter"),
-                )
-            }
-            Algorithm::TokenBucket => Arc::new(
-                with_cas(TokenBucket::builder(quota, store), setup.cas_policy)
-                    .namespace(namespace)
-                    .build()
-                    .expect("valid limiter"),
-            ),
-            Algorithm::Gcra => Arc::new(
-                with_cas(Gcra::builder(quota, store), setup.cas_policy)
-                    .namespace(namespace)
-                    .build()
-                    .expect("valid limiter"),
-            ),
-            Algorithm::SlidingLog => Arc::new(
-                with_cas(
-                    SlidingLog::builder(LOG_QUOTA.parse().expect("valid quota"), store),
-                    setup.cas_policy,
-                )
-                .namespace(namespace)
-                .build()
-                .expect("valid limiter"),
-            ),
-            Algorithm::HybridQuota => Arc::new(
-                with_cas(HybridQuota::builder(quota, store), setup.cas_policy)
-                    .namespace(namespace)
-                    .build()
-                    .expect("valid limiter"),
-            ),
+    /// absorbed (as [`measured`]).
+    pub fn spec(self, setup: Setup) -> LimiterSpec {
+        let algorithm = self.0;
+        let quota = match algorithm {
+            memcache_ratelimit::Algorithm::SlidingLog => LOG_QUOTA,
+            _ => OPEN_QUOTA,
+        };
+        let mut spec = LimiterSpec::new(algorithm, quota.parse().expect("valid quota"))
+            .namespace(self.namespace())
+            .on_failure(FailurePolicy::ReturnError);
+        if let (Some(clients), Some(n)) = (setup.sealed_clients, algorithm.sub_windows()) {
+            spec = spec.sealed_cache(clients * n as usize);
         }
+        if let (Some(policy), true) = (setup.cas_policy, algorithm.uses_cas()) {
+            spec = spec.cas_policy(policy);
+        }
+        spec
+    }
+
+    /// The limiter of [`spec`](Self::spec) on `store`.
+    pub fn build(self, store: Arc<dyn Store>, setup: Setup) -> Arc<dyn RateLimiter> {
+        self.spec(setup).build(store).expect("valid limiter").into()
     }
 }
 
@@ -132,16 +98,4 @@ impl Algorithm {
 /// policy would turn them into allowed decisions.
 pub fn measured<A>(builder: LimiterBuilder<A>) -> LimiterBuilder<A> {
     builder.on_failure(FailurePolicy::ReturnError)
-}
-
-/// [`measured`], with `policy` if one is given.
-fn with_cas<A: AsMut<CasPolicy>>(
-    builder: LimiterBuilder<A>,
-    policy: Option<CasPolicy>,
-) -> LimiterBuilder<A> {
-    let builder = measured(builder);
-    match policy {
-        Some(policy) => builder.cas_policy(policy),
-        None => builder,
-    }
 }

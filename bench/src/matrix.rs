@@ -4,7 +4,9 @@
 //! possible. See `bench/README.md`. Run by the `memcache-ratelimit-bench`
 //! binary and the operator CLI's `bench`.
 
-use crate::algorithm::{Algorithm, Setup};
+use memcache_ratelimit::Algorithm;
+
+use crate::algorithm::{Case, Setup};
 use crate::server::{self, Memcached};
 use crate::{
     cas_policy, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA,
@@ -30,7 +32,7 @@ fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
     match kind {
         Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
         Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
-        Kind::Limiter(Algorithm::SlidingWindow(_)) => true,
+        Kind::Limiter(Case(Algorithm::SlidingWindow { .. })) => true,
         Kind::Limiter(_) => false,
     }
 }
@@ -97,7 +99,7 @@ pub struct Args {
 enum Kind {
     RawBaseline,
     RawCeiling,
-    Limiter(Algorithm),
+    Limiter(Case),
 }
 
 /// The baselines, then every algorithm but the hybrid quota.
@@ -105,9 +107,9 @@ fn kinds() -> Vec<Kind> {
     [Kind::RawBaseline, Kind::RawCeiling]
         .into_iter()
         .chain(
-            Algorithm::ALL
+            Case::ALL
                 .into_iter()
-                .filter(|&a| a != Algorithm::HybridQuota)
+                .filter(|&a| a != Case(Algorithm::HybridQuota))
                 .map(Kind::Limiter),
         )
         .collect()
@@ -465,7 +467,9 @@ pub fn run(mut args: Args) {
         for &kind in &kinds {
             let target = Arc::new(runtime.block_on(target(kind, &server.address())));
             let keys = client_keys(key_prefix(kind));
-            if mode == Mode::Many && matches!(kind, Kind::Limiter(Algorithm::SlidingWindow(_))) {
+            if mode == Mode::Many
+                && matches!(kind, Kind::Limiter(Case(Algorithm::SlidingWindow { .. })))
+            {
                 // Steady state, as in a long-running service: a decision
                 // reads the buckets its client's last one left unsealed or
                 // that were sealed since, so it costs more the longer ago
@@ -616,7 +620,7 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
         }
     };
     for n in [1, 4, 12, 60] {
-        let kind = Kind::Limiter(Algorithm::SlidingWindow(n));
+        let kind = Kind::Limiter(Case(Algorithm::SlidingWindow { sub_windows: n }));
         println!(
             "| n={n} | {} | {} | {} | {} |",
             ratio(Mode::Hot, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),

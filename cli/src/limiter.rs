@@ -88,7 +88,11 @@ impl Target {
                 .plan(name)
                 .ok_or_else(|| format!("no plan {name:?} in the configuration"))?,
         };
-        let limiter = config.spec().build(quota, watched.clone())?;
+        let limiter = config
+            .spec()
+            .clone()
+            .with_quota(quota)
+            .build(watched.clone())?;
         Ok(Configured {
             config,
             limiter,

@@ -1,5 +1,5 @@
-//! The algorithms under test, each built through the library's public
-//! builders on a shared store and a node's clock, and the in-process caches
+//! The algorithms under test, each built from the library's
+//! `LimiterSpec` on a shared store and a node's clock, and the in-process caches
 //! they can run with.
 
 use std::fmt;
@@ -7,10 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{
-    ConfigError, DenyCache, FixedWindow, Gcra, HybridQuota, ManualClock, Quota, RateLimiter,
-    SlidingLog, SlidingWindow, TokenBucket,
-};
+pub use memcache_ratelimit::Algorithm;
+use memcache_ratelimit::{ConfigError, DenyCache, LimiterSpec, ManualClock, Quota, RateLimiter};
 
 /// The sliding window's sub-window counts the simulations compare.
 pub const SUB_WINDOWS: [u32; 6] = [1, 2, 4, 6, 12, 60];
@@ -118,64 +116,44 @@ impl fmt::Display for Caches {
     }
 }
 
-/// One algorithm, with its parameters. Every one runs with the library's
-/// defaults (denied requests refunded, token bucket capacity and GCRA burst
-/// equal to the limit, the sliding window's sealed-bucket cache on, clock
-/// skew allowance 1 s), except the deadline, which is [`DEADLINE`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Algorithm {
-    /// [`FixedWindow`].
-    FixedWindow,
-    /// [`SlidingWindow`] with this many sub-windows.
-    SlidingWindow(u32),
-    /// [`TokenBucket`], capacity = limit.
-    TokenBucket,
-    /// [`Gcra`], burst = limit.
-    Gcra,
-    /// [`SlidingLog`].
-    SlidingLog,
-    /// [`HybridQuota`].
-    HybridQuota,
+/// Every algorithm, in the order the tables list them: the library's
+/// [`Algorithm`] with its defaults (token bucket capacity and GCRA burst
+/// equal to the limit), the sliding window at each of [`SUB_WINDOWS`].
+pub fn all() -> Vec<Algorithm> {
+    let mut all = vec![Algorithm::FixedWindow];
+    all.extend(
+        SUB_WINDOWS
+            .iter()
+            .map(|&n| Algorithm::SlidingWindow { sub_windows: n }),
+    );
+    all.extend([
+        Algorithm::TokenBucket { capacity: None },
+        Algorithm::Gcra { burst: None },
+        Algorithm::SlidingLog,
+        Algorithm::HybridQuota,
+    ]);
+    all
 }
 
-impl Algorithm {
-    /// Every algorithm, in the order the tables list them.
-    pub fn all() -> Vec<Algorithm> {
-        let mut all = vec![Algorithm::FixedWindow];
-        all.extend(SUB_WINDOWS.iter().map(|&n| Algorithm::SlidingWindow(n)));
-        all.extend([
-            Algorithm::TokenBucket,
-            Algorithm::Gcra,
-            Algorithm::SlidingLog,
-            Algorithm::HybridQuota,
-        ]);
-        all
-    }
-
+/// The library's [`Algorithm`] as the simulations name and build it. Every
+/// one runs with the library's defaults (denied requests refunded, the
+/// sliding window's sealed-bucket cache on, clock skew allowance 1 s),
+/// except the deadline, which is [`DEADLINE`].
+pub trait Simulated: Copy {
     /// A short identifier for file names and CSV rows: `fixed`,
     /// `sliding-4`, `token-bucket`, `gcra`, `sliding-log`, `hybrid-quota`.
-    pub fn id(self) -> String {
-        match self {
-            Algorithm::FixedWindow => "fixed".to_owned(),
-            Algorithm::SlidingWindow(n) => format!("sliding-{n}"),
-            Algorithm::TokenBucket => "token-bucket".to_owned(),
-            Algorithm::Gcra => "gcra".to_owned(),
-            Algorithm::SlidingLog => "sliding-log".to_owned(),
-            Algorithm::HybridQuota => "hybrid-quota".to_owned(),
-        }
-    }
+    fn id(self) -> String;
 
-    /// The sliding window's sub-window count, if this is one.
-    pub fn sub_windows(self) -> Option<u32> {
-        match self {
-            Algorithm::SlidingWindow(n) => Some(n),
-            _ => None,
-        }
-    }
+    /// The name the tables print: `fixed window`, `sliding n=4`, ...
+    fn label(self) -> String;
+
+    /// The limiter's description: `quota`, read on `clock`, with the
+    /// sealed-bucket cache at the library's default size or off.
+    fn spec(self, quota: Quota, clock: ManualClock, sealed: bool) -> LimiterSpec;
 
     /// Builds the limiter on `store`, reading `clock`, with the library's
     /// default caches.
-    pub fn build(
+    fn build(
         self,
         quota: Quota,
         store: Arc<dyn Store>,
@@ -186,86 +164,54 @@ impl Algorithm {
 
     /// Builds the limiter on `store`, reading `clock`, with `caches` (as
     /// far as this algorithm has them). Every call builds new caches.
-    pub fn build_with(
+    fn build_with(
         self,
         quota: Quota,
         store: Arc<dyn Store>,
         clock: ManualClock,
         caches: Caches,
     ) -> Result<Box<dyn RateLimiter>, ConfigError> {
-        let limiter = self.build_bare(quota, store, clock, caches.sealed)?;
+        let limiter = self.spec(quota, clock, caches.sealed).build(store)?;
         Ok(if caches.deny {
             Box::new(DenyCache::new(limiter, DENY_CACHE_CAPACITY))
         } else {
             limiter
         })
     }
-
-    fn build_bare(
-        self,
-        quota: Quota,
-        store: Arc<dyn Store>,
-        clock: ManualClock,
-        sealed: bool,
-    ) -> Result<Box<dyn RateLimiter>, ConfigError> {
-        Ok(match self {
-            Algorithm::FixedWindow => Box::new(
-                FixedWindow::builder(quota, store)
-                    .clock(clock)
-                    .deadline(DEADLINE)
-                    .build()?,
-            ),
-            Algorithm::SlidingWindow(n) => {
-                let builder = SlidingWindow::builder(quota, store)
-                    .sub_windows(n)
-                    .clock(clock)
-                    .deadline(DEADLINE);
-                // Off is capacity 0; on keeps the library's default size.
-                let builder = if sealed {
-                    builder
-                } else {
-                    builder.sealed_cache(0)
-                };
-                Box::new(builder.build()?)
-            }
-            Algorithm::TokenBucket => Box::new(
-                TokenBucket::builder(quota, store)
-                    .clock(clock)
-                    .deadline(DEADLINE)
-                    .build()?,
-            ),
-            Algorithm::Gcra => Box::new(
-                Gcra::builder(quota, store)
-                    .clock(clock)
-                    .deadline(DEADLINE)
-                    .build()?,
-            ),
-            Algorithm::SlidingLog => Box::new(
-                SlidingLog::builder(quota, store)
-                    .clock(clock)
-                    .deadline(DEADLINE)
-                    .build()?,
-            ),
-            Algorithm::HybridQuota => Box::new(
-                HybridQuota::builder(quota, store)
-                    .clock(clock)
-                    .deadline(DEADLINE)
-                    .build()?,
-            ),
-        })
-    }
 }
 
-impl fmt::Display for Algorithm {
-    /// The name the tables print: `fixed window`, `sliding n=4`, ...
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Simulated for Algorithm {
+    fn id(self) -> String {
         match self {
-            Algorithm::FixedWindow => f.write_str("fixed window"),
-            Algorithm::SlidingWindow(n) => write!(f, "sliding n={n}"),
-            Algorithm::TokenBucket => f.write_str("token bucket"),
-            Algorithm::Gcra => f.write_str("GCRA"),
-            Algorithm::SlidingLog => f.write_str("sliding log"),
-            Algorithm::HybridQuota => f.write_str("hybrid quota"),
+            Algorithm::FixedWindow => "fixed".to_owned(),
+            Algorithm::SlidingWindow { sub_windows } => format!("sliding-{sub_windows}"),
+            Algorithm::TokenBucket { .. } => "token-bucket".to_owned(),
+            Algorithm::Gcra { .. } => "gcra".to_owned(),
+            Algorithm::SlidingLog => "sliding-log".to_owned(),
+            Algorithm::HybridQuota => "hybrid-quota".to_owned(),
+        }
+    }
+
+    fn label(self) -> String {
+        match self {
+            Algorithm::FixedWindow => "fixed window".to_owned(),
+            Algorithm::SlidingWindow { sub_windows } => format!("sliding n={sub_windows}"),
+            Algorithm::TokenBucket { .. } => "token bucket".to_owned(),
+            Algorithm::Gcra { .. } => "GCRA".to_owned(),
+            Algorithm::SlidingLog => "sliding log".to_owned(),
+            Algorithm::HybridQuota => "hybrid quota".to_owned(),
+        }
+    }
+
+    fn spec(self, quota: Quota, clock: ManualClock, sealed: bool) -> LimiterSpec {
+        let spec = LimiterSpec::new(self, quota)
+            .clock(clock)
+            .deadline(DEADLINE);
+        // Off is capacity 0; on keeps the library's default size.
+        if sealed {
+            spec
+        } else {
+            spec.sealed_cache(0)
         }
     }
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::algorithms::Algorithm;
+use crate::algorithms;
 use crate::workload::{self, Scale};
 use crate::{figures, report, suite};
 
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         Scale::FULL
     };
     let workloads = workload::all(args.seed, scale);
-    let main_jobs = suite::jobs(&workloads, &Algorithm::all());
+    let main_jobs = suite::jobs(&workloads, &algorithms::all());
     let caches_jobs = suite::caches_jobs(&workloads);
     let jobs = suite::merge(main_jobs.clone(), &caches_jobs);
     let threads = args
@@ -81,7 +81,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         workload::QUOTA,
         main_total,
         workloads.len(),
-        Algorithm::all().len(),
+        algorithms::all().len(),
         total - main_total,
         jobs.len() - main_jobs.len(),
     );

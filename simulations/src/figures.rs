@@ -4,7 +4,7 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
-use crate::algorithms::{Algorithm, SUB_WINDOWS};
+use crate::algorithms::{Algorithm, Simulated, SUB_WINDOWS};
 use crate::metrics::Metrics;
 use crate::plot::{self, Series, Style};
 use crate::report::finch;
@@ -19,9 +19,9 @@ pub const TRACED_WORKLOAD: &str = "poisson-1.1x";
 /// windows") sub-windows, and the token bucket.
 pub const TRACED_ALGORITHMS: [Algorithm; 4] = [
     Algorithm::FixedWindow,
-    Algorithm::SlidingWindow(1),
-    Algorithm::SlidingWindow(4),
-    Algorithm::TokenBucket,
+    Algorithm::SlidingWindow { sub_windows: 1 },
+    Algorithm::SlidingWindow { sub_windows: 4 },
+    Algorithm::TokenBucket { capacity: None },
 ];
 /// The workloads whose accuracy is drawn against `n`.
 pub const ACCURACY_WORKLOADS: [&str; 5] = [
@@ -79,7 +79,8 @@ fn estimates(
         let estimate: Vec<(f64, f64)> = trace.iter().map(|p| (p.seconds(), p.estimate)).collect();
         let path = dir.join(format!("estimate-{}.svg", algorithm.id()));
         let title = format!(
-            "{algorithm}: estimate vs exact count, one client, Poisson at 1.1× of {} per {} s",
+            "{}: estimate vs exact count, one client, Poisson at 1.1× of {} per {} s",
+            algorithm.label(),
             workload.quota.limit(),
             workload.quota.period().as_secs()
         );
@@ -88,7 +89,7 @@ fn estimates(
             &title,
             workload.quota.limit() as f64,
             &downsample(&exact, MAX_POINTS),
-            &[(algorithm.to_string(), downsample(&estimate, MAX_POINTS))],
+            &[(algorithm.label(), downsample(&estimate, MAX_POINTS))],
         )?;
         written.push(path);
     }
@@ -137,7 +138,12 @@ fn accuracy_vs_n(
                 let points: Vec<(f64, f64)> = SUB_WINDOWS
                     .iter()
                     .filter_map(|&n| {
-                        let row = row(workloads, rows, id, Algorithm::SlidingWindow(n))?;
+                        let row = row(
+                            workloads,
+                            rows,
+                            id,
+                            Algorithm::SlidingWindow { sub_windows: n },
+                        )?;
                         Some((f64::from(n), pick(&row.outcome.metrics)))
                     })
                     .collect();
@@ -174,10 +180,10 @@ fn first_denial(
         return Ok(Vec::new());
     }
     let drawn = [
-        (Algorithm::TokenBucket, Style::Solid),
-        (Algorithm::Gcra, Style::Dashed),
+        (Algorithm::TokenBucket { capacity: None }, Style::Solid),
+        (Algorithm::Gcra { burst: None }, Style::Dashed),
         (Algorithm::HybridQuota, Style::Solid),
-        (Algorithm::SlidingWindow(1), Style::Solid),
+        (Algorithm::SlidingWindow { sub_windows: 1 }, Style::Solid),
         (Algorithm::FixedWindow, Style::Dashed),
     ];
     let q = workloads[steady[0].0].quota.limit() as f64;
@@ -192,7 +198,7 @@ fn first_denial(
     }];
     series.extend(drawn.iter().map(|&(algorithm, style)| {
         Series {
-            name: algorithm.to_string(),
+            name: algorithm.label(),
             points: steady
                 .iter()
                 .filter_map(|&(i, a)| {

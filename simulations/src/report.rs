@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use crate::algorithms::{Algorithm, Caches};
+use crate::algorithms::{Algorithm, Caches, Simulated};
 use crate::metrics::Metrics;
 use crate::suite::{Row, CACHES_ALGORITHMS, CACHES_WORKLOADS};
 use crate::workload::Workload;
@@ -97,7 +97,7 @@ pub fn markdown(workloads: &[Workload], rows: &[Row]) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {} |",
-                row.job.algorithm,
+                row.job.algorithm.label(),
                 cells(&row.outcome.metrics, workload.single_client()).join(" | ")
             );
         }
@@ -241,7 +241,7 @@ pub fn caches_markdown(workloads: &[Workload], rows: &[Row]) -> String {
             out,
             "| `{}` | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             workloads[row.job.workload].id,
-            row.job.algorithm,
+            row.job.algorithm.label(),
             caches_label(row.job.algorithm, row.job.caches),
             m.wrongly_allowed_pct,
             m.wrongly_denied_pct,

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use memcache_ratelimit::store::{CountingStore, MemoryStore};
 use memcache_ratelimit::{ManualClock, RateLimiter};
 
-use crate::algorithms::{Algorithm, Caches};
+use crate::algorithms::{Algorithm, Caches, Simulated};
 use crate::metrics::{Metrics, Observation, Tally};
 use crate::oracle::{ExactLimiter, ExactWindows};
 use crate::trace::TracePoint;

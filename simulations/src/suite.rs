@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::algorithms::{Algorithm, Caches};
+use crate::algorithms::{Algorithm, Caches, Simulated};
 use crate::runner::{self, Outcome, RunError};
 use crate::workload::Workload;
 
@@ -21,10 +21,10 @@ pub const CACHES_WORKLOADS: [&str; 5] = [
 /// The algorithms of the caches comparison: the sliding window, which has
 /// both caches, and the token bucket, which has only the deny cache.
 pub const CACHES_ALGORITHMS: [Algorithm; 4] = [
-    Algorithm::SlidingWindow(1),
-    Algorithm::SlidingWindow(4),
-    Algorithm::SlidingWindow(12),
-    Algorithm::TokenBucket,
+    Algorithm::SlidingWindow { sub_windows: 1 },
+    Algorithm::SlidingWindow { sub_windows: 4 },
+    Algorithm::SlidingWindow { sub_windows: 12 },
+    Algorithm::TokenBucket { capacity: None },
 ];
 
 /// One algorithm on one workload, with some in-process caches.
@@ -157,7 +157,9 @@ pub fn run(
             Some(Err(error)) => {
                 return Err(format!(
                     "{} (caches: {}) on {}: {error}",
-                    job.algorithm, job.caches, workloads[job.workload].id
+                    job.algorithm.label(),
+                    job.caches,
+                    workloads[job.workload].id
                 )
                 .into())
             }

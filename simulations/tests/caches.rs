@@ -36,7 +36,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use memcache_ratelimit::store::MemoryStore;
 use memcache_ratelimit::{Decision, ManualClock, RateLimiter};
-use simulations::algorithms::{Algorithm, Caches};
+use simulations::algorithms::{Algorithm, Caches, Simulated};
 use simulations::metrics::Metrics;
 use simulations::runner;
 use simulations::workload::{self, Workload, START_UNIX_SECS};
@@ -45,10 +45,10 @@ const SEED: u64 = 5;
 
 /// The algorithms of the caches comparison.
 const ALGORITHMS: [Algorithm; 4] = [
-    Algorithm::SlidingWindow(1),
-    Algorithm::SlidingWindow(4),
-    Algorithm::SlidingWindow(12),
-    Algorithm::TokenBucket,
+    Algorithm::SlidingWindow { sub_windows: 1 },
+    Algorithm::SlidingWindow { sub_windows: 4 },
+    Algorithm::SlidingWindow { sub_windows: 12 },
+    Algorithm::TokenBucket { capacity: None },
 ];
 
 fn run(workload: &Workload, algorithm: Algorithm, caches: Caches) -> Metrics {
@@ -132,7 +132,7 @@ fn in_one_process_the_caches_change_no_decision() {
 fn skew_within_the_allowances_changes_no_window_decision() {
     let workload = cluster(Duration::from_millis(100));
     for n in [1, 4, 12] {
-        let algorithm = Algorithm::SlidingWindow(n);
+        let algorithm = Algorithm::SlidingWindow { sub_windows: n };
         let none = run(&workload, algorithm, Caches::NONE);
         for caches in [Caches::DEFAULT, Caches::BOTH] {
             let with = run(&workload, algorithm, caches);
@@ -211,12 +211,14 @@ fn with_skew_the_caches_first_differ_by_denying() {
                 continue;
             };
             differed += 1;
-            if algorithm == Algorithm::TokenBucket && 2 * skew > Duration::from_secs(1) {
+            if matches!(algorithm, Algorithm::TokenBucket { .. })
+                && 2 * skew > Duration::from_secs(1)
+            {
                 continue;
             }
             let label = format!("{algorithm} on {}, request {i}", workload.id);
             assert!(without.is_allowed() && with.is_denied(), "{label}");
-            if algorithm == Algorithm::TokenBucket {
+            if matches!(algorithm, Algorithm::TokenBucket { .. }) {
                 let retry = with.retry_after().expect("a denial");
                 assert!(retry <= spread, "{label}: retry after {retry:?}");
             }
@@ -243,7 +245,7 @@ fn with_one_second_of_skew_the_cost_stays_small() {
         let label = format!("{algorithm}: {none:?} against {all:?}");
         // Beyond the allowed skew, the token bucket's repairs (skipped
         // under a remembered denial) part the runs either way.
-        let slack = if algorithm == Algorithm::TokenBucket {
+        let slack = if matches!(algorithm, Algorithm::TokenBucket { .. }) {
             0.1
         } else {
             0.0

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use simulations::algorithms::{Algorithm, Caches};
+use simulations::algorithms::{self, Algorithm, Caches};
 use simulations::runner;
 use simulations::suite;
 use simulations::workload::{self, Scale};
@@ -24,7 +24,7 @@ fn a_cluster_in_agreement_decides_as_one_node() {
     for request in &mut single.requests {
         request.node = 0;
     }
-    for algorithm in Algorithm::all() {
+    for algorithm in algorithms::all() {
         let run = |workload, caches| {
             runner::run_with(workload, algorithm, caches, &|_| {})
                 .unwrap()
@@ -85,8 +85,8 @@ fn runs_are_deterministic() {
 
     let algorithms = [
         Algorithm::FixedWindow,
-        Algorithm::SlidingWindow(4),
-        Algorithm::TokenBucket,
+        Algorithm::SlidingWindow { sub_windows: 4 },
+        Algorithm::TokenBucket { capacity: None },
         Algorithm::HybridQuota,
     ];
     let jobs = suite::jobs(&workloads, &algorithms);

@@ -2,7 +2,7 @@
 //! with a burst, slow to throttle a moderately abusive client (Finch); the
 //! hybrid quota reacts within one period.
 
-use simulations::algorithms::Algorithm;
+use simulations::algorithms::{self, Algorithm};
 use simulations::metrics::Metrics;
 use simulations::report::finch;
 use simulations::runner;
@@ -46,7 +46,10 @@ fn sliding_log_is_exact() {
 #[test]
 fn linear_limiters_admit_at_most_capacity_plus_rate_times_period() {
     for workload in mixed() {
-        for algorithm in [Algorithm::TokenBucket, Algorithm::Gcra] {
+        for algorithm in [
+            Algorithm::TokenBucket { capacity: None },
+            Algorithm::Gcra { burst: None },
+        ] {
             let m = metrics(&workload, algorithm);
             assert!(m.peak <= 2.0, "{algorithm} on {}: {}", workload.id, m.peak);
         }
@@ -62,7 +65,10 @@ fn linear_limiters_react_as_finch_says() {
     for a in [1.1, 1.5, 2.0, 4.0] {
         let workload = workload::steady(a, 20);
         let expected = ((q - 1.0) * a / (a - 1.0) + 1e-9).floor() as u64 + 1;
-        for algorithm in [Algorithm::TokenBucket, Algorithm::Gcra] {
+        for algorithm in [
+            Algorithm::TokenBucket { capacity: None },
+            Algorithm::Gcra { burst: None },
+        ] {
             let before = metrics(&workload, algorithm).admitted_before_denial;
             assert_eq!(before, Some(expected), "{algorithm} at {a}×");
             assert!(expected as f64 <= finch(q, a).unwrap());
@@ -74,8 +80,8 @@ fn linear_limiters_react_as_finch_says() {
 #[test]
 fn gcra_decides_as_the_token_bucket() {
     for workload in mixed() {
-        let bucket = metrics(&workload, Algorithm::TokenBucket);
-        let gcra = metrics(&workload, Algorithm::Gcra);
+        let bucket = metrics(&workload, Algorithm::TokenBucket { capacity: None });
+        let gcra = metrics(&workload, Algorithm::Gcra { burst: None });
         assert_eq!(bucket.admitted, gcra.admitted, "{}", workload.id);
         assert_eq!(
             bucket.wrongly_allowed_pct, gcra.wrongly_allowed_pct,
@@ -115,7 +121,7 @@ fn hybrid_quota_reacts_within_one_period() {
 fn no_algorithm_denies_a_steady_client_under_the_limit() {
     for factor in [0.5, 0.9] {
         let workload = workload::steady(factor, 5);
-        for algorithm in Algorithm::all() {
+        for algorithm in algorithms::all() {
             let m = metrics(&workload, algorithm);
             assert_eq!(m.admitted, m.offered, "{algorithm} at {factor}×");
             assert_eq!(m.admitted_before_denial, None, "{algorithm} at {factor}×");
@@ -129,8 +135,8 @@ fn no_algorithm_denies_a_steady_client_under_the_limit() {
 fn compare_and_swap_algorithms_keep_one_key() {
     let workload = workload::steady(2.0, 5);
     for algorithm in [
-        Algorithm::TokenBucket,
-        Algorithm::Gcra,
+        Algorithm::TokenBucket { capacity: None },
+        Algorithm::Gcra { burst: None },
         Algorithm::SlidingLog,
         Algorithm::HybridQuota,
     ] {

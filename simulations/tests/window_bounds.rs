@@ -57,7 +57,7 @@ fn sliding_window_error_falls_as_n_grows() {
     ] {
         let errors: Vec<f64> = [1, 4, 12]
             .iter()
-            .map(|&n| metrics(&workload, Algorithm::SlidingWindow(n)).mean_diff_pct)
+            .map(|&n| metrics(&workload, Algorithm::SlidingWindow { sub_windows: n }).mean_diff_pct)
             .collect();
         for pair in errors.windows(2) {
             assert!(
@@ -78,7 +78,7 @@ fn sliding_window_is_exact_under_a_steady_rate() {
     for factor in [0.5, 0.9] {
         let workload = workload::steady(factor, 5);
         for n in SUB_WINDOWS {
-            let m = metrics(&workload, Algorithm::SlidingWindow(n));
+            let m = metrics(&workload, Algorithm::SlidingWindow { sub_windows: n });
             assert!(m.max_diff_pct <= 1.0 + 1e-9, "{factor}×, n = {n}: {m:?}");
             assert_eq!(m.admitted, m.offered, "{factor}×, n = {n}");
         }
@@ -104,7 +104,12 @@ fn sliding_window_errs_only_by_the_oldest_sub_window() {
     let period = workload.period();
     let start = START_UNIX_SECS as u64 * 1_000_000_000;
     for n in [1, 4, 12] {
-        let outcome = runner::run(&workload, Algorithm::SlidingWindow(n), &|_| {}).unwrap();
+        let outcome = runner::run(
+            &workload,
+            Algorithm::SlidingWindow { sub_windows: n },
+            &|_| {},
+        )
+        .unwrap();
         let len = period / u64::from(n);
         let bucket = |at: u64| (start + at) / len;
         let admitted: Vec<u64> = outcome
@@ -150,9 +155,14 @@ fn sliding_window_errs_only_by_the_oldest_sub_window() {
 fn sliding_window_store_work_is_as_documented() {
     let workload = workload::steady(2.0, 5);
     let run = |n, caches| {
-        runner::run_with(&workload, Algorithm::SlidingWindow(n), caches, &|_| {})
-            .expect("the embedded store never fails")
-            .metrics
+        runner::run_with(
+            &workload,
+            Algorithm::SlidingWindow { sub_windows: n },
+            caches,
+            &|_| {},
+        )
+        .expect("the embedded store never fails")
+        .metrics
     };
     let allowance = (DEFAULT_MAX_CLOCK_SKEW + DEADLINE).as_secs_f64();
     let length = workload.requests.last().unwrap().at as f64 / 1e9;

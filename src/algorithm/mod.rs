@@ -22,11 +22,7 @@ mod inspect;
 pub(crate) mod window;
 
 pub use self::cas::{
-    CasPolicy, CasStats, Gcra, GcraConfig, HybridQuota, HybridQuotaConfig, Reservation, SlidingLog,
-    SlidingLogConfig, TokenBucket, TokenBucketConfig, MAX_LOG_LIMIT,
+    CasPolicy, CasStats, Gcra, HybridQuota, Reservation, SlidingLog, TokenBucket, MAX_LOG_LIMIT,
 };
 pub use self::inspect::{InspectedKey, Inspection};
-pub use self::window::{
-    FixedWindow, FixedWindowConfig, SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE,
-    MAX_SUB_WINDOWS,
-};
+pub use self::window::{FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};

@@ -88,7 +88,6 @@ use crate::store::{MemcachedStore, MemoryStore, Protocol, Store};
 pub struct Config {
     servers: Vec<String>,
     memcached: MemcachedOptions,
-    quota: Quota,
     plans: BTreeMap<String, Quota>,
     spec: LimiterSpec,
 }
@@ -156,7 +155,7 @@ impl Config {
 
     /// The quota (default `100/minute`).
     pub fn quota(&self) -> Quota {
-        self.quota
+        self.spec.quota()
     }
 
     /// The quota of every plan, by name.
@@ -169,7 +168,9 @@ impl Config {
         self.plans.get(name).copied()
     }
 
-    /// The algorithm and the settings of every limiter.
+    /// The limiter of [`quota`](Self::quota): its algorithm and settings,
+    /// which every plan's limiter shares
+    /// ([`LimiterSpec::with_quota`]).
     pub fn spec(&self) -> &LimiterSpec {
         &self.spec
     }
@@ -209,7 +210,7 @@ impl Config {
 
     /// The limiter for [`quota`](Self::quota) on `store`.
     pub fn limiter(&self, store: Arc<dyn Store>) -> Result<Box<dyn RateLimiter>, ConfigError> {
-        self.spec.build(self.quota, store)
+        self.spec.build(store)
     }
 
     /// A limiter holding each client to the quota `resolver` picks (the
@@ -219,7 +220,7 @@ impl Config {
         store: Arc<dyn Store>,
         resolver: impl QuotaResolver,
     ) -> Result<DynamicLimiter, ConfigError> {
-        DynamicLimiter::new(self.spec.clone(), store, self.quota, resolver)?
+        DynamicLimiter::new(self.spec.clone(), store, resolver)?
             .prepare(self.plans.values().copied())
     }
 }

@@ -27,7 +27,7 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
         file.quota.as_deref().unwrap_or(DEFAULT_QUOTA),
     )?;
     let algorithm = algorithm(&written)?;
-    let mut spec = LimiterSpec::new(algorithm);
+    let mut spec = LimiterSpec::new(algorithm, quota);
     if let Some(namespace) = &file.namespace {
         spec = spec.namespace(namespace.clone());
     }
@@ -66,15 +66,18 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
 
     // Build each limiter once, on a throwaway store: the builders' checks.
     let scratch = std::sync::Arc::new(MemoryStore::new());
-    spec.build(quota, scratch.clone())
+    spec.build(scratch.clone())
         .map_err(|error| written.error(field_of(&error), error.reason().to_owned()))?;
     for (field, plan) in plans.values() {
-        spec.build(*plan, scratch.clone()).map_err(|error| {
-            ConfigError::new(
-                format!("{field} ({})", error.field()),
-                error.reason().to_owned(),
-            )
-        })?;
+        spec.clone()
+            .with_quota(*plan)
+            .build(scratch.clone())
+            .map_err(|error| {
+                ConfigError::new(
+                    format!("{field} ({})", error.field()),
+                    error.reason().to_owned(),
+                )
+            })?;
     }
 
     let memcached = match &file.memcached {
@@ -123,7 +126,6 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
     Ok(Config {
         servers,
         memcached,
-        quota,
         plans: plans.into_iter().map(|(name, (_, q))| (name, q)).collect(),
         spec,
     })
@@ -162,41 +164,45 @@ fn duration(written: &Written, field: &'static str, text: &str) -> Result<Durati
 fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
     let file = &written.file;
     let name = file.algorithm.as_deref().unwrap_or("sliding_window");
-    let algorithm = match name {
-        "sliding_window" => Algorithm::SlidingWindow {
-            sub_windows: file.sub_windows.unwrap_or(4),
-        },
-        "fixed_window" => Algorithm::FixedWindow,
-        "token_bucket" => Algorithm::TokenBucket {
-            capacity: file.capacity,
-        },
-        "gcra" => Algorithm::Gcra { burst: file.burst },
-        "sliding_log" => Algorithm::SlidingLog,
-        "hybrid_quota" => Algorithm::HybridQuota,
-        other => {
-            return Err(written.error(
-                "algorithm",
-                format!(
-                    "{other:?} is not one of sliding_window, fixed_window, token_bucket, gcra, sliding_log, hybrid_quota"
-                ),
-            ))
-        }
+    let Some(algorithm) = Algorithm::from_name(name) else {
+        let names: Vec<&str> = Algorithm::ALL.iter().map(Algorithm::name).collect();
+        return Err(written.error(
+            "algorithm",
+            format!("{name:?} is not one of {}", names.join(", ")),
+        ));
     };
     // A parameter of another algorithm is a mistake, not something to ignore.
     for (field, given, taken) in [
         (
             "sub_windows",
             file.sub_windows.is_some(),
-            name == "sliding_window",
+            matches!(algorithm, Algorithm::SlidingWindow { .. }),
         ),
-        ("capacity", file.capacity.is_some(), name == "token_bucket"),
-        ("burst", file.burst.is_some(), name == "gcra"),
+        (
+            "capacity",
+            file.capacity.is_some(),
+            matches!(algorithm, Algorithm::TokenBucket { .. }),
+        ),
+        (
+            "burst",
+            file.burst.is_some(),
+            matches!(algorithm, Algorithm::Gcra { .. }),
+        ),
     ] {
         if given && !taken {
             return Err(written.error(field, format!("the {name} algorithm does not take it")));
         }
     }
-    Ok(algorithm)
+    Ok(match algorithm {
+        Algorithm::SlidingWindow { sub_windows } => Algorithm::SlidingWindow {
+            sub_windows: file.sub_windows.unwrap_or(sub_windows),
+        },
+        Algorithm::TokenBucket { .. } => Algorithm::TokenBucket {
+            capacity: file.capacity,
+        },
+        Algorithm::Gcra { .. } => Algorithm::Gcra { burst: file.burst },
+        other => other,
+    })
 }
 
 fn failure_policy(written: &Written) -> Result<FailurePolicy, ConfigError> {

@@ -41,13 +41,13 @@ const ALGORITHMS: [Algorithm; 6] = [
 ];
 
 fn limiter(f: &Fixture, algorithm: Algorithm, plans: &Plans) -> DynamicLimiter {
-    let spec = LimiterSpec::new(algorithm)
+    let free: Quota = FREE.parse().unwrap();
+    let spec = LimiterSpec::new(algorithm, free)
         .clock(f.clock.clone())
         .deadline(Duration::from_secs(5))
         .on_failure(FailurePolicy::ReturnError);
-    let free: Quota = FREE.parse().unwrap();
     let plans = plans.clone();
-    DynamicLimiter::new(spec, f.store.clone(), free, move |client: &[u8]| {
+    DynamicLimiter::new(spec, f.store.clone(), move |client: &[u8]| {
         plans.0.lock().unwrap().get(client).copied().unwrap_or(free)
     })
     .unwrap()
@@ -157,16 +157,12 @@ async fn a_quota_the_spec_cannot_hold_is_rejected_at_start_or_as_an_error() {
 #[tokio::test]
 async fn quotas_computed_from_request_data_are_bounded() {
     let f = common::memory();
-    let spec = LimiterSpec::new(Algorithm::FixedWindow).clock(f.clock.clone());
-    let limiter = DynamicLimiter::new(
-        spec,
-        f.store.clone(),
-        "1/second".parse().unwrap(),
-        |client: &[u8]| {
-            let limit: u64 = std::str::from_utf8(client).unwrap().parse().unwrap();
-            format!("{limit}/second").parse().unwrap()
-        },
-    )
+    let spec = LimiterSpec::new(Algorithm::FixedWindow, "1/second".parse().unwrap())
+        .clock(f.clock.clone());
+    let limiter = DynamicLimiter::new(spec, f.store.clone(), |client: &[u8]| {
+        let limit: u64 = std::str::from_utf8(client).unwrap().parse().unwrap();
+        format!("{limit}/second").parse().unwrap()
+    })
     .unwrap();
     for limit in 1..=MAX_DYNAMIC_QUOTAS {
         let client = limit.to_string();

@@ -244,9 +244,8 @@ async fn each_client_is_announced_the_quota_of_its_plan() {
     let free: Quota = "2/minute".parse().unwrap();
     let pro: Quota = "100/hour".parse().unwrap();
     let limiter = DynamicLimiter::new(
-        LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 4 }).clock(clock.clone()),
+        LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 4 }, free).clock(clock.clone()),
         Arc::new(MemoryStore::with_clock(clock.clone())),
-        free,
         move |key: &[u8]| if key == b"acme" { pro } else { free },
     )
     .unwrap();

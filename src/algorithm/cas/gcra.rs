@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
 use super::optimistic::CasLimiter;
-use super::policy::CasPolicy;
 use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// GCRA (seed `001_c8817f0acf66dd9b.txt`, "the case for GCRA").
@@ -82,25 +82,6 @@ pub struct Gcra {
     inner: CasLimiter<GcraCore>,
 }
 
-/// GCRA's own settings.
-#[derive(Debug, Clone, Copy)]
-pub struct GcraConfig {
-    burst: Option<u64>,
-    cas: CasPolicy,
-}
-
-impl crate::limiter::Shared for GcraConfig {
-    fn share(&mut self, share: f64) {
-        self.burst = self.burst.map(|value| crate::failure::scale(value, share));
-    }
-}
-
-impl AsMut<CasPolicy> for GcraConfig {
-    fn as_mut(&mut self) -> &mut CasPolicy {
-        &mut self.cas
-    }
-}
-
 /// A request accepted for later, or rejected, in delay mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Reservation {
@@ -122,14 +103,10 @@ impl Reservation {
 
 impl Gcra {
     /// Starts building a GCRA limiter enforcing `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<GcraConfig> {
-        LimiterBuilder::new(
-            quota,
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<Gcra> {
+        LimiterBuilder::from_spec(
+            LimiterSpec::new(Algorithm::Gcra { burst: None }, quota),
             store,
-            GcraConfig {
-                burst: None,
-                cas: CasPolicy::default(),
-            },
         )
     }
 
@@ -193,24 +170,29 @@ impl Gcra {
     }
 }
 
-impl LimiterBuilder<GcraConfig> {
+impl LimiterBuilder<Gcra> {
     /// How many requests a quiet client may send at once (default: the
     /// quota's limit). A request may cost at most this much.
     pub fn burst(mut self, requests: u64) -> Self {
-        self.algorithm.burst = Some(requests);
+        self.spec = self.spec.with_algorithm(Algorithm::Gcra {
+            burst: Some(requests),
+        });
         self
     }
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<Gcra, ConfigError> {
-        let (settings, config) = self.into_parts(Self::build)?;
-        let burst = config.burst.unwrap_or(settings.quota.limit());
+        let (settings, spec) = self.into_parts(Self::build)?;
+        let Algorithm::Gcra { burst } = spec.algorithm else {
+            return Err(other_algorithm(&spec, "GCRA"));
+        };
+        let burst = burst.unwrap_or(settings.quota.limit());
         if burst == 0 {
             return Err(ConfigError::new("burst", "must be at least 1"));
         }
         let core = GcraCore::new(burst, settings.quota);
         Ok(Gcra {
-            inner: CasLimiter::new(settings, core, config.cas),
+            inner: CasLimiter::new(settings, core, spec.cas),
         })
     }
 }

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
 use super::optimistic::CasLimiter;
-use super::policy::CasPolicy;
 use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// Slack for float comparisons of token counts.
@@ -80,7 +80,8 @@ const MAX_EXACT_LIMIT: u64 = 1 << 53;
 /// is the time until a whole quota is available again: the end of the
 /// window (bursty) or the refill to `q` (smooth). The state is one
 /// memcached value, `<b|s> <bucket> <time>`, in the shared optimistic loop
-/// ([`CasPolicy`]); it expires once it would mean the same as no state.
+/// ([`CasPolicy`](crate::CasPolicy)); it expires once it would mean the
+/// same as no state.
 /// A denial writes nothing unless strict: tokens accrue linearly, so the
 /// stored state already implies the same later decisions, and a flooding
 /// client costs reads only.
@@ -129,31 +130,6 @@ pub struct HybridQuota {
     inner: CasLimiter<HybridQuotaCore>,
 }
 
-/// The hybrid quota's own settings: only the compare-and-swap policy.
-///
-/// ```
-/// use memcache_ratelimit::{CasPolicy, HybridQuota, MemoryStore};
-/// use std::sync::Arc;
-/// use std::time::Duration;
-///
-/// let quota = HybridQuota::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
-///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
-///     .build()?;
-/// # Ok::<(), memcache_ratelimit::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct HybridQuotaConfig {
-    cas: CasPolicy,
-}
-
-impl crate::limiter::Shared for HybridQuotaConfig {}
-
-impl AsMut<CasPolicy> for HybridQuotaConfig {
-    fn as_mut(&mut self) -> &mut CasPolicy {
-        &mut self.cas
-    }
-}
-
 impl HybridQuota {
     /// Starts building a hybrid quota enforcing `quota` on `store`.
     ///
@@ -164,14 +140,21 @@ impl HybridQuota {
     /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<HybridQuotaConfig> {
-        LimiterBuilder::new(
-            quota,
-            store,
-            HybridQuotaConfig {
-                cas: CasPolicy::default(),
-            },
-        )
+    ///
+    /// Its own setting is the compare-and-swap policy:
+    ///
+    /// ```
+    /// use memcache_ratelimit::{CasPolicy, HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let quota = HybridQuota::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
+    ///     .build()?;
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<HybridQuota> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::HybridQuota, quota), store)
     }
 
     /// The key holding `client`'s state.
@@ -206,7 +189,7 @@ impl HybridQuota {
     }
 }
 
-impl LimiterBuilder<HybridQuotaConfig> {
+impl LimiterBuilder<HybridQuota> {
     /// Validates the settings and builds the limiter. A limit above 2^53,
     /// whose whole token counts a float cannot hold exactly, is rejected
     /// (field `limit`).
@@ -221,7 +204,10 @@ impl LimiterBuilder<HybridQuotaConfig> {
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<HybridQuota, ConfigError> {
-        let (settings, config) = self.into_parts(Self::build)?;
+        let (settings, spec) = self.into_parts(Self::build)?;
+        if spec.algorithm != Algorithm::HybridQuota {
+            return Err(other_algorithm(&spec, "hybrid quota"));
+        }
         let limit = settings.quota.limit();
         if limit > MAX_EXACT_LIMIT {
             return Err(ConfigError::new(
@@ -231,7 +217,7 @@ impl LimiterBuilder<HybridQuotaConfig> {
         }
         let core = HybridQuotaCore::new(settings.quota);
         Ok(HybridQuota {
-            inner: CasLimiter::new(settings, core, config.cas),
+            inner: CasLimiter::new(settings, core, spec.cas),
         })
     }
 }

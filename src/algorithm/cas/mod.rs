@@ -21,9 +21,9 @@ mod stats;
 mod tests;
 mod token_bucket;
 
-pub use self::gcra::{Gcra, GcraConfig, Reservation};
-pub use self::hybrid_quota::{HybridQuota, HybridQuotaConfig};
+pub use self::gcra::{Gcra, Reservation};
+pub use self::hybrid_quota::HybridQuota;
 pub use self::policy::CasPolicy;
-pub use self::sliding_log::{SlidingLog, SlidingLogConfig, MAX_LOG_LIMIT};
+pub use self::sliding_log::{SlidingLog, MAX_LOG_LIMIT};
 pub use self::stats::CasStats;
-pub use self::token_bucket::{TokenBucket, TokenBucketConfig};
+pub use self::token_bucket::TokenBucket;

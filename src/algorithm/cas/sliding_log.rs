@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
 use super::optimistic::CasLimiter;
-use super::policy::CasPolicy;
 use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// The largest limit a [`SlidingLog`] accepts: its state holds one
@@ -44,7 +44,8 @@ const VERSION: u8 = 1;
 /// `t`. The limit holds exactly over every window of one period, with no
 /// boundary effects and no estimate, at the price of a value that grows
 /// with the limit (hence [`MAX_LOG_LIMIT`]) and is read and written whole
-/// on every decision, in the shared optimistic loop ([`CasPolicy`]).
+/// on every decision, in the shared optimistic loop
+/// ([`CasPolicy`](crate::CasPolicy)).
 ///
 /// The log is stored compactly: a version byte, the oldest timestamp as a
 /// little-endian `i64` (unix nanoseconds), then each later entry as the
@@ -102,31 +103,6 @@ pub struct SlidingLog {
     inner: CasLimiter<SlidingLogCore>,
 }
 
-/// The sliding log's own settings: only the compare-and-swap policy.
-///
-/// ```
-/// use memcache_ratelimit::{CasPolicy, MemoryStore, SlidingLog};
-/// use std::sync::Arc;
-/// use std::time::Duration;
-///
-/// let log = SlidingLog::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
-///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
-///     .build()?;
-/// # Ok::<(), memcache_ratelimit::ConfigError>(())
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct SlidingLogConfig {
-    cas: CasPolicy,
-}
-
-impl crate::limiter::Shared for SlidingLogConfig {}
-
-impl AsMut<CasPolicy> for SlidingLogConfig {
-    fn as_mut(&mut self) -> &mut CasPolicy {
-        &mut self.cas
-    }
-}
-
 impl SlidingLog {
     /// Starts building a sliding log enforcing `quota` on `store`.
     ///
@@ -137,14 +113,21 @@ impl SlidingLog {
     /// let log = SlidingLog::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingLogConfig> {
-        LimiterBuilder::new(
-            quota,
-            store,
-            SlidingLogConfig {
-                cas: CasPolicy::default(),
-            },
-        )
+    ///
+    /// Its own setting is the compare-and-swap policy:
+    ///
+    /// ```
+    /// use memcache_ratelimit::{CasPolicy, SlidingLog, MemoryStore};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let log = SlidingLog::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
+    ///     .build()?;
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingLog> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::SlidingLog, quota), store)
     }
 
     /// The key holding `client`'s log.
@@ -180,7 +163,7 @@ impl SlidingLog {
     }
 }
 
-impl LimiterBuilder<SlidingLogConfig> {
+impl LimiterBuilder<SlidingLog> {
     /// Validates the settings and builds the limiter. A quota whose limit
     /// is above [`MAX_LOG_LIMIT`] is rejected (field `limit`).
     ///
@@ -194,7 +177,10 @@ impl LimiterBuilder<SlidingLogConfig> {
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn build(self) -> Result<SlidingLog, ConfigError> {
-        let (settings, config) = self.into_parts(Self::build)?;
+        let (settings, spec) = self.into_parts(Self::build)?;
+        if spec.algorithm != Algorithm::SlidingLog {
+            return Err(other_algorithm(&spec, "sliding log"));
+        }
         let limit = settings.quota.limit();
         if limit > MAX_LOG_LIMIT {
             return Err(ConfigError::new(
@@ -204,7 +190,7 @@ impl LimiterBuilder<SlidingLogConfig> {
         }
         let core = SlidingLogCore::new(settings.quota);
         Ok(SlidingLog {
-            inner: CasLimiter::new(settings, core, config.cas),
+            inner: CasLimiter::new(settings, core, spec.cas),
         })
     }
 }

@@ -9,7 +9,6 @@ use super::optimistic::*;
 use super::policy::*;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError};
-use crate::limiter::LimiterBuilder;
 use crate::store::{PutCondition, PutOutcome, Store};
 use crate::{Clock, MemoryStore, SystemClock};
 use std::future::Future;
@@ -121,7 +120,7 @@ impl Store for Waiting {
 
 fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
     // Through the builder, so the test follows whatever settings exist.
-    let (settings, ()) = LimiterBuilder::new("10/minute".parse().unwrap(), store, ())
+    let settings = crate::TokenBucket::builder("10/minute".parse().unwrap(), store)
         .deadline(Duration::from_secs(10))
         .into_settings()
         .unwrap();

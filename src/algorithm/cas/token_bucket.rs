@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
 use super::optimistic::CasLimiter;
-use super::policy::CasPolicy;
 use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// Slack for float comparisons of token counts.
@@ -24,7 +24,7 @@ const EPSILON: f64 = 1e-9;
 /// fractions kept). A request of cost `c` takes `c` tokens if the bucket
 /// holds them. The state is one memcached value, `<tokens> <updated>`, read
 /// with its CAS token and written back with compare-and-swap (created with
-/// `add`), in the shared optimistic loop ([`CasPolicy`]).
+/// `add`), in the shared optimistic loop ([`CasPolicy`](crate::CasPolicy)).
 ///
 /// The capacity defaults to the limit; a larger one lets a quiet client
 /// burst above the rate for a moment ("initial tokens above the limit"),
@@ -86,37 +86,12 @@ pub struct TokenBucket {
     inner: CasLimiter<TokenBucketCore>,
 }
 
-/// The token bucket's own settings.
-#[derive(Debug, Clone, Copy)]
-pub struct TokenBucketConfig {
-    capacity: Option<u64>,
-    cas: CasPolicy,
-}
-
-impl crate::limiter::Shared for TokenBucketConfig {
-    fn share(&mut self, share: f64) {
-        self.capacity = self
-            .capacity
-            .map(|value| crate::failure::scale(value, share));
-    }
-}
-
-impl AsMut<CasPolicy> for TokenBucketConfig {
-    fn as_mut(&mut self) -> &mut CasPolicy {
-        &mut self.cas
-    }
-}
-
 impl TokenBucket {
     /// Starts building a token bucket that refills at `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<TokenBucketConfig> {
-        LimiterBuilder::new(
-            quota,
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<TokenBucket> {
+        LimiterBuilder::from_spec(
+            LimiterSpec::new(Algorithm::TokenBucket { capacity: None }, quota),
             store,
-            TokenBucketConfig {
-                capacity: None,
-                cas: CasPolicy::default(),
-            },
         )
     }
 
@@ -136,25 +111,30 @@ impl TokenBucket {
     }
 }
 
-impl LimiterBuilder<TokenBucketConfig> {
+impl LimiterBuilder<TokenBucket> {
     /// The most tokens the bucket holds (default: the quota's limit). A
     /// request may cost at most this much.
     pub fn capacity(mut self, tokens: u64) -> Self {
-        self.algorithm.capacity = Some(tokens);
+        self.spec = self.spec.with_algorithm(Algorithm::TokenBucket {
+            capacity: Some(tokens),
+        });
         self
     }
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<TokenBucket, ConfigError> {
-        let (settings, config) = self.into_parts(Self::build)?;
+        let (settings, spec) = self.into_parts(Self::build)?;
+        let Algorithm::TokenBucket { capacity } = spec.algorithm else {
+            return Err(other_algorithm(&spec, "token bucket"));
+        };
         let quota = settings.quota;
-        let capacity = config.capacity.unwrap_or(quota.limit());
+        let capacity = capacity.unwrap_or(quota.limit());
         if capacity == 0 {
             return Err(ConfigError::new("capacity", "must be at least 1"));
         }
         let core = TokenBucketCore::new(capacity, quota);
         Ok(TokenBucket {
-            inner: CasLimiter::new(settings, core, config.cas),
+            inner: CasLimiter::new(settings, core, spec.cas),
         })
     }
 }

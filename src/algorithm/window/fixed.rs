@@ -7,8 +7,9 @@ use chrono::{DateTime, Utc};
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
 use crate::error::{ConfigError, Error};
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// The fixed window: one counter per client per window, such as
@@ -46,18 +47,10 @@ pub struct FixedWindow {
     inner: WindowCounter,
 }
 
-/// The fixed window's own settings (it has none beyond the shared ones).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FixedWindowConfig {
-    _private: (),
-}
-
-impl crate::limiter::Shared for FixedWindowConfig {}
-
 impl FixedWindow {
     /// Starts building a fixed window enforcing `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindowConfig> {
-        LimiterBuilder::new(quota, store, FixedWindowConfig::default())
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindow> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::FixedWindow, quota), store)
     }
 
     /// The key of `client`'s window at `at`.
@@ -66,10 +59,13 @@ impl FixedWindow {
     }
 }
 
-impl LimiterBuilder<FixedWindowConfig> {
+impl LimiterBuilder<FixedWindow> {
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<FixedWindow, ConfigError> {
-        let (settings, _) = self.into_parts(Self::build)?;
+        let (settings, spec) = self.into_parts(Self::build)?;
+        if spec.algorithm != Algorithm::FixedWindow {
+            return Err(other_algorithm(&spec, "fixed window"));
+        }
         let buckets = Buckets::new(settings.quota.period(), 1, 0)?;
         Ok(FixedWindow {
             inner: WindowCounter {

@@ -17,7 +17,5 @@ mod repair;
 mod sealed;
 mod sliding;
 
-pub use self::fixed::{FixedWindow, FixedWindowConfig};
-pub use self::sliding::{
-    SlidingWindow, SlidingWindowConfig, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS,
-};
+pub use self::fixed::FixedWindow;
+pub use self::sliding::{SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};

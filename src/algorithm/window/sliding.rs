@@ -8,11 +8,12 @@ use super::buckets::Buckets;
 use super::engine::WindowCounter;
 use super::sealed::SealedCache;
 use crate::error::{ConfigError, Error};
-use crate::limiter::{delegate_rate_limiter, LimiterBuilder};
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
-/// The longest split [`SlidingWindowConfig`] accepts.
+/// The most sub-windows a sliding window accepts.
 pub const MAX_SUB_WINDOWS: u32 = 600;
 
 /// The approximated sliding window (seed `000_2b9745f3300e7285.txt`,
@@ -73,15 +74,6 @@ pub struct SlidingWindow {
     inner: WindowCounter,
 }
 
-/// The sliding window's own settings.
-#[derive(Debug, Clone, Copy)]
-pub struct SlidingWindowConfig {
-    sub_windows: u32,
-    sealed_cache: usize,
-}
-
-impl crate::limiter::Shared for SlidingWindowConfig {}
-
 /// How many sealed buckets a sliding window keeps by default, as whole
 /// clients of `n` buckets each: 65,536 clients with one sub-window, 1,092
 /// with 60. A service with more active clients per process sets
@@ -90,14 +82,11 @@ pub const DEFAULT_SEALED_CACHE: usize = 65_536;
 
 impl SlidingWindow {
     /// Starts building a sliding window enforcing `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindowConfig> {
-        LimiterBuilder::new(
-            quota,
+    /// It starts with one sub-window.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindow> {
+        LimiterBuilder::from_spec(
+            LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 1 }, quota),
             store,
-            SlidingWindowConfig {
-                sub_windows: 1,
-                sealed_cache: DEFAULT_SEALED_CACHE,
-            },
         )
     }
 
@@ -113,12 +102,14 @@ impl SlidingWindow {
     }
 }
 
-impl LimiterBuilder<SlidingWindowConfig> {
+impl LimiterBuilder<SlidingWindow> {
     /// Splits the period into `n` sub-windows (default 1). `n` must divide
     /// the period into whole milliseconds and be at most
     /// [`MAX_SUB_WINDOWS`].
     pub fn sub_windows(mut self, n: u32) -> Self {
-        self.algorithm.sub_windows = n;
+        self.spec = self
+            .spec
+            .with_algorithm(Algorithm::SlidingWindow { sub_windows: n });
         self
     }
 
@@ -137,14 +128,17 @@ impl LimiterBuilder<SlidingWindowConfig> {
     /// moves forward: replaying events out of order with
     /// [`check_at`](crate::RateLimiter::check_at) wants it off.
     pub fn sealed_cache(mut self, buckets: usize) -> Self {
-        self.algorithm.sealed_cache = buckets;
+        self.spec = self.spec.sealed_cache(buckets);
         self
     }
 
     /// Validates the settings and builds the limiter.
     pub fn build(self) -> Result<SlidingWindow, ConfigError> {
-        let (settings, config) = self.into_parts(Self::build)?;
-        let n = config.sub_windows;
+        let (settings, spec) = self.into_parts(Self::build)?;
+        let n = spec
+            .algorithm
+            .sub_windows()
+            .ok_or_else(|| other_algorithm(&spec, "sliding window"))?;
         if n > MAX_SUB_WINDOWS {
             return Err(ConfigError::new(
                 "sub_windows",
@@ -152,7 +146,7 @@ impl LimiterBuilder<SlidingWindowConfig> {
             ));
         }
         let buckets = Buckets::new(settings.quota.period(), n, n)?;
-        let sealed = (config.sealed_cache > 0).then(|| SealedCache::new(config.sealed_cache, n));
+        let sealed = (spec.sealed_cache > 0).then(|| SealedCache::new(spec.sealed_cache, n));
         Ok(SlidingWindow {
             inner: WindowCounter {
                 settings,
