@@ -14,9 +14,6 @@ use crate::{LOG_QUOTA, OPEN_QUOTA};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Case(pub memcache_ratelimit::Algorithm);
 
-/// The name the benchmark binaries know [`Case`] by.
-pub use self::Case as Algorithm;
-
 /// What a benchmark sets beyond the library's defaults.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Setup {

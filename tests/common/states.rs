@@ -6,9 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{
-    DeniedRequests, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog, TokenBucket,
-};
+use memcache_ratelimit::{DeniedRequests, FailurePolicy, LimiterSpec, ManualClock, RateLimiter};
 
 /// The quota every algorithm here enforces: 5 per 10 s.
 pub const LIMIT: u64 = 5;
@@ -20,88 +18,74 @@ pub const CAPACITY: u64 = 7;
 /// The limiters' allowed clock skew (the default).
 pub const SKEW: Duration = Duration::from_secs(1);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Algorithm {
-    Gcra,
-    TokenBucket,
-    SlidingLog,
-    HybridQuota,
+/// The library's own description of each algorithm, at the burst and
+/// capacity above.
+pub use memcache_ratelimit::Algorithm;
+pub const GCRA: Algorithm = Algorithm::Gcra { burst: Some(BURST) };
+pub const TOKEN_BUCKET: Algorithm = Algorithm::TokenBucket {
+    capacity: Some(CAPACITY),
+};
+pub const SLIDING_LOG: Algorithm = Algorithm::SlidingLog;
+pub const HYBRID_QUOTA: Algorithm = Algorithm::HybridQuota;
+
+pub const ALL: [Algorithm; 4] = [GCRA, TOKEN_BUCKET, SLIDING_LOG, HYBRID_QUOTA];
+
+/// `algorithm`'s limiter, on `store`, reading `clock`.
+pub fn build(
+    algorithm: Algorithm,
+    store: Arc<dyn Store>,
+    clock: &ManualClock,
+    strict: bool,
+) -> Box<dyn RateLimiter> {
+    let denied = if strict {
+        DeniedRequests::Counted
+    } else {
+        DeniedRequests::Refunded
+    };
+    LimiterSpec::new(algorithm, format!("{LIMIT}/10s").parse().unwrap())
+        .deadline(Duration::from_secs(5))
+        .on_failure(FailurePolicy::ReturnError)
+        .denied_requests(denied)
+        .clock(clock.clone())
+        .build(store)
+        .unwrap()
 }
 
-pub const ALL: [Algorithm; 4] = [
-    Algorithm::Gcra,
-    Algorithm::TokenBucket,
-    Algorithm::SlidingLog,
-    Algorithm::HybridQuota,
-];
-
-impl Algorithm {
-    /// The limiter, on `store`, reading `clock`.
-    pub fn build(
-        self,
-        store: Arc<dyn Store>,
-        clock: &ManualClock,
-        strict: bool,
-    ) -> Box<dyn RateLimiter> {
-        let quota = format!("{LIMIT}/10s").parse().unwrap();
-        let denied = if strict {
-            DeniedRequests::Counted
-        } else {
-            DeniedRequests::Refunded
-        };
-        macro_rules! built {
-            ($builder:expr) => {
-                Box::new(
-                    super::patient($builder)
-                        .denied_requests(denied)
-                        .clock(clock.clone())
-                        .build()
-                        .unwrap(),
-                )
-            };
-        }
-        match self {
-            Algorithm::Gcra => built!(Gcra::builder(quota, store).burst(BURST)),
-            Algorithm::TokenBucket => built!(TokenBucket::builder(quota, store).capacity(CAPACITY)),
-            Algorithm::SlidingLog => built!(SlidingLog::builder(quota, store)),
-            Algorithm::HybridQuota => built!(HybridQuota::builder(quota, store)),
-        }
+/// The longest wait a decision may announce, from any state: the
+/// furthest ahead of its writer's time a state can reach, plus the
+/// skew by which that writer's clock may lead.
+pub fn horizon(algorithm: Algorithm) -> Duration {
+    let interval = PERIOD / LIMIT as u32;
+    SKEW + match algorithm {
+        // The burst tolerance, plus the longer of one period (the
+        // longest reservation) and the tolerance again (strict denials).
+        Algorithm::Gcra { .. } => interval * BURST as u32 + PERIOD.max(interval * BURST as u32),
+        // A refill from −capacity (strict debt) to capacity.
+        Algorithm::TokenBucket { .. } => interval * 2 * CAPACITY as u32,
+        // The newest entry leaves one period after it was made.
+        Algorithm::SlidingLog => PERIOD,
+        // A smooth refill from −quota to quota takes two windows.
+        Algorithm::HybridQuota => PERIOD * 2,
+        window => panic!("{window} keeps no compare-and-swap state"),
     }
+}
 
-    /// The longest wait a decision may announce, from any state: the
-    /// furthest ahead of its writer's time a state can reach, plus the
-    /// skew by which that writer's clock may lead.
-    pub fn horizon(self) -> Duration {
-        let interval = PERIOD / LIMIT as u32;
-        SKEW + match self {
-            // The burst tolerance, plus the longer of one period (the
-            // longest reservation) and the tolerance again (strict denials).
-            Algorithm::Gcra => interval * BURST as u32 + PERIOD.max(interval * BURST as u32),
-            // A refill from −capacity (strict debt) to capacity.
-            Algorithm::TokenBucket => interval * 2 * CAPACITY as u32,
-            // The newest entry leaves one period after it was made.
-            Algorithm::SlidingLog => PERIOD,
-            // A smooth refill from −quota to quota takes two windows.
-            Algorithm::HybridQuota => PERIOD * 2,
-        }
-    }
-
-    /// The most requests of cost 1 one client can have admitted in one
-    /// period from the moment a state is read, whatever that state:
-    /// a repaired state is at best a fresh one, and from a fresh one
-    /// - GCRA: the burst at once, then one per emission interval;
-    /// - token bucket: the full capacity, then the refill of a period;
-    /// - sliding log: the limit, exactly;
-    /// - hybrid quota: what a stored bursty window still grants (at most
-    ///   the quota), then a fresh window's quota, plus the one token of the
-    ///   switch to smooth mode.
-    pub fn most_admitted_in_a_period(self) -> u64 {
-        match self {
-            Algorithm::Gcra => BURST + LIMIT,
-            Algorithm::TokenBucket => CAPACITY + LIMIT,
-            Algorithm::SlidingLog => LIMIT,
-            Algorithm::HybridQuota => 2 * LIMIT + 1,
-        }
+/// The most requests of cost 1 one client can have admitted in one
+/// period from the moment a state is read, whatever that state:
+/// a repaired state is at best a fresh one, and from a fresh one
+/// - GCRA: the burst at once, then one per emission interval;
+/// - token bucket: the full capacity, then the refill of a period;
+/// - sliding log: the limit, exactly;
+/// - hybrid quota: what a stored bursty window still grants (at most
+///   the quota), then a fresh window's quota, plus the one token of the
+///   switch to smooth mode.
+pub fn most_admitted_in_a_period(algorithm: Algorithm) -> u64 {
+    match algorithm {
+        Algorithm::Gcra { .. } => BURST + LIMIT,
+        Algorithm::TokenBucket { .. } => CAPACITY + LIMIT,
+        Algorithm::SlidingLog => LIMIT,
+        Algorithm::HybridQuota => 2 * LIMIT + 1,
+        window => panic!("{window} keeps no compare-and-swap state"),
     }
 }
 
@@ -152,9 +136,12 @@ pub fn hybrid_quota(mode: char, bucket: &str, time: &str) -> Vec<u8> {
 /// leaves no quota: a client that spent everything then.
 pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
     match algorithm {
-        Algorithm::Gcra => gcra_at(nanos + PERIOD.as_nanos() as i64 * BURST as i64 / LIMIT as i64),
-        Algorithm::TokenBucket => token_bucket("0", &nanos.to_string()),
+        Algorithm::Gcra { .. } => {
+            gcra_at(nanos + PERIOD.as_nanos() as i64 * BURST as i64 / LIMIT as i64)
+        }
+        Algorithm::TokenBucket { .. } => token_bucket("0", &nanos.to_string()),
         Algorithm::SlidingLog => sliding_log(nanos, &[0; LIMIT as usize - 1]),
         Algorithm::HybridQuota => hybrid_quota('b', "0", &nanos.to_string()),
+        window => panic!("{window} keeps no compare-and-swap state"),
     }
 }

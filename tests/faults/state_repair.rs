@@ -137,7 +137,7 @@ async fn write_raw(f: &common::Fixture, limiter: &dyn RateLimiter, client: &[u8]
 async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
     for f in fixtures().await {
         for algorithm in states::ALL {
-            let limiter = algorithm.build(f.store.clone(), &f.clock, false);
+            let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
             let name = format!("{} {algorithm:?}", f.name);
             let client = unique_client("raw-2200");
             let spent = states::spent_at(algorithm, YEAR_2200 * NANOS);
@@ -145,7 +145,7 @@ async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
             let denied = limiter.check(&client).await.unwrap();
             assert!(denied.is_denied(), "{name}: {denied:?}");
             let retry = denied.retry_after().unwrap();
-            let horizon = algorithm.horizon();
+            let horizon = states::horizon(algorithm);
             assert!(
                 retry <= horizon && denied.reset_after() <= horizon,
                 "{name}: {denied:?} beyond {horizon:?}"
@@ -171,7 +171,7 @@ async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
 async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
     for f in fixtures().await {
         for algorithm in states::ALL {
-            let limiter = algorithm.build(f.store.clone(), &f.clock, false);
+            let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
             let name = format!("{} {algorithm:?}", f.name);
             let now = T0 * NANOS;
             let garbage: Vec<Vec<u8>> = vec![
@@ -179,27 +179,30 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
                 u64::MAX.to_string().into_bytes(),
                 // Plausible, but not this algorithm's: another's encoding.
                 match algorithm {
-                    Algorithm::Gcra => states::token_bucket("1", &now.to_string()),
+                    Algorithm::Gcra { .. } => states::token_bucket("1", &now.to_string()),
                     _ => states::gcra_at(now),
                 },
                 // Out of range: tokens beyond the capacity, more entries
                 // than the limit, a bucket beyond the quota.
                 match algorithm {
-                    Algorithm::Gcra => b"1e40".to_vec(),
-                    Algorithm::TokenBucket => states::token_bucket("1e300", &now.to_string()),
+                    Algorithm::Gcra { .. } => b"1e40".to_vec(),
+                    Algorithm::TokenBucket { .. } => {
+                        states::token_bucket("1e300", &now.to_string())
+                    }
                     Algorithm::SlidingLog => states::sliding_log(now, &[0; 9]),
                     Algorithm::HybridQuota => states::hybrid_quota('s', "-1e300", &now.to_string()),
+                    window => panic!("{window} keeps no compare-and-swap state"),
                 },
             ];
             for (index, value) in garbage.iter().enumerate() {
                 let client = unique_client("no-state");
                 write_raw(&f, limiter.as_ref(), &client, value).await;
                 let decision = limiter.check(&client).await.unwrap();
-                if algorithm == Algorithm::Gcra && index == 1 {
+                if algorithm == states::GCRA && index == 1 {
                     // For GCRA a number is a state: a TAT centuries ahead,
                     // clamped to the horizon.
                     assert!(
-                        decision.retry_after().unwrap() <= algorithm.horizon(),
+                        decision.retry_after().unwrap() <= states::horizon(algorithm),
                         "{name} #{index}: {decision:?}"
                     );
                 } else {
@@ -223,7 +226,7 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
 async fn states_from_the_past_or_within_the_skew_are_believed() {
     let f = common::memory();
     for algorithm in states::ALL {
-        let limiter = algorithm.build(f.store.clone(), &f.clock, false);
+        let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
         let now = T0 * NANOS;
         for at in [i64::MIN, 0, now - 100 * NANOS, now, now + NANOS] {
             let client = unique_client("believed");
@@ -236,7 +239,7 @@ async fn states_from_the_past_or_within_the_skew_are_believed() {
             .await;
             let decision = limiter.check(&client).await.unwrap();
             if let Some(retry) = decision.retry_after() {
-                assert!(retry <= algorithm.horizon(), "{algorithm:?} at {at}");
+                assert!(retry <= states::horizon(algorithm), "{algorithm:?} at {at}");
             }
         }
         assert_eq!(limiter.stats().failures.repaired, 0, "{algorithm:?}");

@@ -5,7 +5,7 @@
 use clap::Parser;
 use governor::Quota as GovernorQuota;
 use memcache_ratelimit::{MemoryStore, RateLimiter};
-use memcache_ratelimit_bench::algorithm::{Algorithm, Setup};
+use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
     median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE,
@@ -51,13 +51,13 @@ struct Args {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Governor,
-    Limiter(Algorithm),
+    Limiter(Case),
 }
 
 /// governor, then every algorithm.
 fn kinds() -> Vec<Kind> {
     std::iter::once(Kind::Governor)
-        .chain(Algorithm::ALL.into_iter().map(Kind::Limiter))
+        .chain(Case::ALL.into_iter().map(Kind::Limiter))
         .collect()
 }
 
