@@ -1,5 +1,4 @@
-//! Reaction time (seed `001_c8817f0acf66dd9b.txt`, Tony Finch, "linear
-//! reaction time"): how many requests a limiter lets through from a client
+//! Reaction time (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>, "linear reaction time"): how many requests a limiter lets through from a client
 //! that starts quiet and then sends, evenly spaced, at `a` times the
 //! permitted rate, before it denies the first one. Everything runs on a
 //! [`MemoryStore`] under a [`ManualClock`] set to each request's time.

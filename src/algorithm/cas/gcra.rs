@@ -14,7 +14,7 @@ use crate::quota::Quota;
 use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
-/// GCRA (seed `001_c8817f0acf66dd9b.txt`, "the case for GCRA").
+/// GCRA (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>, "the case for GCRA").
 ///
 /// The whole state is one number per client: the theoretical arrival time
 /// (TAT), the moment the client's past traffic would have been served had

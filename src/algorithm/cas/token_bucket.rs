@@ -16,8 +16,8 @@ use crate::store::Store;
 /// Slack for float comparisons of token counts.
 const EPSILON: f64 = 1e-9;
 
-/// The token bucket (seed `000_2b9745f3300e7285.txt`, "Token bucket";
-/// Smyte's parameters from seed `004_bdbc0973a5e09e56.txt`).
+/// The token bucket (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>, "Token bucket"; Smyte's parameters from
+/// Yunjing Xu, "High-performance rate limiting", Smyte Blog, 2016, <https://medium.com/the-smyte-blog/rate-limiter-df3408325846>).
 ///
 /// Each client has a bucket of at most `capacity` tokens that refills
 /// continuously at the quota's rate (its `limit` tokens per `period`,
@@ -30,7 +30,7 @@ const EPSILON: f64 = 1e-9;
 /// burst above the rate for a moment ("initial tokens above the limit"),
 /// without raising the rate it can sustain.
 ///
-/// **Reaction time** (seed `001_c8817f0acf66dd9b.txt`): a bucket that starts
+/// **Reaction time** (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>): a bucket that starts
 /// full lets a client sending at `a` times the permitted rate through about
 /// `q·a/(a−1)` requests before its first denial, where `q` is the capacity:
 /// the bucket drains only at the difference between the two rates. Finch's

@@ -14,8 +14,8 @@ use crate::store::Store;
 
 /// The fixed window: one counter per client per window, such as
 /// `rl:alice_202611220107` for the minute starting 01:07 UTC, incremented
-/// with one atomic create-on-miss increment per request (seed
-/// `000_2b9745f3300e7285.txt`, "Fixed window").
+/// with one atomic create-on-miss increment per request (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>,
+/// "Fixed window").
 ///
 /// Windows are aligned on unix time, so every process agrees on them. It is
 /// exact within a window and the cheapest algorithm there is, but it forgets

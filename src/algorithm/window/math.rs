@@ -14,7 +14,8 @@
 //! ```
 //!
 //! where `elapsed` is the fraction of the current bucket already gone
-//! (seed `000_2b9745f3300e7285.txt`, "Approximated sliding window").
+//! (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>,
+//! "Approximated sliding window").
 
 use std::time::Duration;
 

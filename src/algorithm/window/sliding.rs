@@ -16,7 +16,7 @@ use crate::store::Store;
 /// The most sub-windows a sliding window accepts.
 pub const MAX_SUB_WINDOWS: u32 = 600;
 
-/// The approximated sliding window (seed `000_2b9745f3300e7285.txt`,
+/// The approximated sliding window (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>,
 /// "Approximated sliding window from fixed windows").
 ///
 /// The period is split into `n` sub-windows (default 1), each a fixed-window

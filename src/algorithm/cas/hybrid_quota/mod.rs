@@ -1,0 +1,221 @@
+//! Tony Finch's hybrid bursty/smooth quota, by optimistic compare-and-swap.
+
+mod core;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use self::core::{HybridQuotaCore, MAX_EXACT_LIMIT};
+use crate::algorithm::cas::optimistic::CasLimiter;
+use crate::algorithm::cas::stats::CasStats;
+use crate::error::ConfigError;
+use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
+use crate::quota::Quota;
+use crate::spec::{Algorithm, LimiterSpec};
+use crate::store::Store;
+
+/// Tony Finch's hybrid quota (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>): low-traffic clients may burst, high-traffic
+/// clients are held to an even rate.
+///
+/// With quota `q` per window `w` (the [`Quota`]'s limit and period) and
+/// `rate = q/w`, each client has a `bucket` of tokens, a `time` and a
+/// `mode`. In **bursty** mode `time` is the start of a fixed window of the
+/// client's own and the bucket holds whole tokens, refilled to a full quota
+/// when the window ends. When a request takes the last tokens, the client
+/// switches to **smooth** mode, where tokens accrue continuously at `rate`,
+/// starting from a penalty, until the bucket holds a whole quota again and
+/// the client is bursty once more. The rules, in order, with Finch's notes
+/// quoted, for a request of cost `c` at time `now`:
+///
+/// ```text
+/// reset():                     bucket = q − c; time = now; mode = BURSTY; ALLOW
+///   "a client that returns after a long absence is reinitialized like a
+///    new client; ... we subtract one from the quota to account for the
+///    current request"
+/// new client:                  reset()
+/// BURSTY and time + w <= now:  reset()
+///   "reset the state when a bursty client's window has expired"
+/// BURSTY and bucket == c:      remaining = time + w − now
+///                              bucket = −remaining · rate + 1
+///                              time = now; mode = SMOOTH; ALLOW
+///   "apply a negative penalty so we don't allow any over-quota requests
+///    before the end of the fixed window; add one to allow the next
+///    request at the start of the next window"
+/// SMOOTH:                      bucket += (now − time) · rate; time = now
+///   "update the request time so that tokens accumulate at the same rate
+///    whether the request is allowed or denied"
+/// SMOOTH and bucket >= q:      reset()
+///   "when the bucket has refilled, switch back to bursty mode"
+/// otherwise:                   if bucket >= c { bucket −= c; ALLOW } else DENY
+/// ```
+///
+/// **Costs**: Finch's pseudocode takes one token per request; here every
+/// `1` that stands for the request's token is its cost `c`, while the `+1`
+/// of the switch stays `+1`: it is one token's worth of the smallest
+/// request, so the bucket reaches 1 exactly when the fixed window ends and
+/// no request of any cost is admitted before then, and a cost-`c` request
+/// waits `(c − 1)/rate` more. (`+c` would admit a cost-1 request
+/// `(c − 1)/rate` before the window ends, over the quota.) A first request
+/// costing the whole quota empties the bucket in `reset()` and, as in the
+/// pseudocode with a quota of 1, stays bursty: the client simply waits for
+/// the end of its window.
+///
+/// **Guarantees** (from the seed): a bursty client never gets more than `q`
+/// in its fixed window; a smooth client stays below `rate` on average over
+/// the whole time it is smooth. A smooth client that slows down, but not
+/// for long enough to refill, can speed up again and exceed `q` within one
+/// window; and as the bucket carries fractions, even a client sending
+/// steadily faster than the rate may see `q + 1` in some span of `w`. It
+/// reacts within one window, unlike a
+/// [`TokenBucket`](crate::TokenBucket).
+///
+/// **Decision**: `limit` is `q`; `remaining` is the whole tokens in the
+/// bucket; `retry_after` is the end of the fixed window (bursty) or the
+/// time for the bucket to earn the missing tokens (smooth); `reset_after`
+/// is the time until a whole quota is available again: the end of the
+/// window (bursty) or the refill to `q` (smooth). The state is one
+/// memcached value, `<b|s> <bucket> <time>`, in the shared optimistic loop
+/// ([`CasPolicy`](crate::CasPolicy)); it expires once it would mean the
+/// same as no state.
+/// A denial writes nothing unless strict: tokens accrue linearly, so the
+/// stored state already implies the same later decisions, and a flooding
+/// client costs reads only.
+///
+/// **Strict mode** ([`DeniedRequests::Counted`](crate::DeniedRequests)): a
+/// denied request takes its cost too, down to `−q`. In bursty mode that
+/// debt lasts only until the window ends.
+///
+/// **Timestamps** ([`check_at`](crate::RateLimiter::check_at)): `now` is
+/// never before the stored `time`; an older event is decided as of `time`,
+/// and its `retry_after` and `reset_after` count from its own time.
+///
+/// **Stored state** is validated: a value that is not a state (or a bucket
+/// outside `±q`) counts as a new client, and a `time` further ahead than
+/// the limiter's `max_clock_skew` is clamped to it; either repair is
+/// counted in [`FailureStats::repaired`](crate::FailureStats). No decision
+/// announces a wait longer than two windows plus the skew.
+///
+/// ```
+/// use memcache_ratelimit::{HybridQuota, ManualClock, MemoryStore, RateLimiter};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let clock = ManualClock::from_unix_secs(1_800_000_000);
+/// let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+/// let quota = HybridQuota::builder("10/second".parse()?, store).clock(clock.clone()).build()?;
+///
+/// // A quiet client may spend its whole quota at once...
+/// for _ in 0..10 {
+///     assert!(quota.check(b"alice").await?.is_allowed());
+/// }
+/// // ...and is then held to the smooth rate, from the end of its window.
+/// clock.advance(Duration::from_millis(990));
+/// let denied = quota.check(b"alice").await?;
+/// assert_eq!(denied.retry_after(), Some(Duration::from_millis(10)));
+/// clock.advance(Duration::from_millis(10));
+/// assert!(quota.check(b"alice").await?.is_allowed());
+/// clock.advance(Duration::from_millis(50));
+/// assert!(quota.check(b"alice").await?.is_denied()); // one per 100 ms
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct HybridQuota {
+    inner: CasLimiter<HybridQuotaCore>,
+}
+
+impl HybridQuota {
+    /// Starts building a hybrid quota enforcing `quota` on `store`.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    ///
+    /// Its own setting is the compare-and-swap policy:
+    ///
+    /// ```
+    /// use memcache_ratelimit::{CasPolicy, HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let quota = HybridQuota::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
+    ///     .build()?;
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<HybridQuota> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::HybridQuota, quota), store)
+    }
+
+    /// The key holding `client`'s state.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// assert!(quota.key(b"alice").starts_with(b"rl:alice_hq-"));
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn key(&self, client: &[u8]) -> Vec<u8> {
+        self.inner.key(client)
+    }
+
+    /// Retries, conflicts and give-ups of the compare-and-swap loop.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{HybridQuota, MemoryStore, RateLimiter};
+    /// use std::sync::Arc;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// quota.check(b"alice").await?;
+    /// assert_eq!(quota.cas_stats().attempts, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn cas_stats(&self) -> CasStats {
+        self.inner.stats()
+    }
+}
+
+impl LimiterBuilder<HybridQuota> {
+    /// Validates the settings and builds the limiter. A limit above 2^53,
+    /// whose whole token counts a float cannot hold exactly, is rejected
+    /// (field `limit`).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let too_big = format!("{}/second", (1u64 << 53) + 1).parse()?;
+    /// assert_eq!(HybridQuota::builder(too_big, store).build().unwrap_err().field(), "limit");
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn build(self) -> Result<HybridQuota, ConfigError> {
+        let (settings, spec) = self.into_parts(Self::build)?;
+        if spec.algorithm != Algorithm::HybridQuota {
+            return Err(other_algorithm(&spec, "hybrid quota"));
+        }
+        let limit = settings.quota.limit();
+        if limit > MAX_EXACT_LIMIT {
+            return Err(ConfigError::new(
+                "limit",
+                format!("{limit} is above the hybrid quota's maximum of 2^53"),
+            ));
+        }
+        let core = HybridQuotaCore::new(settings.quota);
+        Ok(HybridQuota {
+            inner: CasLimiter::new(settings, core, spec.cas),
+        })
+    }
+}
+
+delegate_rate_limiter!(HybridQuota, "hybrid_quota");

@@ -1,0 +1,181 @@
+use std::time::Duration;
+
+use super::core::*;
+use super::*;
+use crate::algorithm::cas::core::{Ask, CasCore};
+use crate::decision::Decision;
+
+const SECOND: i64 = 1_000_000_000;
+
+fn core(quota: &str) -> SlidingLogCore {
+    SlidingLogCore::new(quota.parse().unwrap())
+}
+
+fn ask(cost: u64, now: i64, strict: bool) -> Ask {
+    Ask {
+        cost,
+        now,
+        strict,
+        max_delay: Duration::ZERO,
+    }
+}
+
+/// Runs one request against `log`, keeping the written state.
+fn run(core: &SlidingLogCore, log: &mut Option<Log>, ask: Ask) -> Decision {
+    let step = core.decide(log.as_ref(), ask);
+    if let Some((next, _)) = step.write {
+        // Every written state survives the store.
+        assert_eq!(core.decode(&core.encode(&next)), Some(next.clone()));
+        *log = Some(next);
+    }
+    step.decision
+}
+
+/// A deterministic xorshift, so the test needs no seed plumbing.
+fn pseudo_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+#[test]
+fn exact_against_a_naive_count() {
+    let log_core = core("7/10s");
+    let period = 10 * SECOND;
+    let mut log = None;
+    let mut admitted: Vec<(i64, u64)> = Vec::new();
+    let mut seed = 0x9e37_79b9_7f4a_7c15;
+    let mut now = 1_800_000_000 * SECOND;
+    for _ in 0..5_000 {
+        now += (pseudo_random(&mut seed) % (3 * SECOND as u64)) as i64;
+        let cost = 1 + pseudo_random(&mut seed) % 3;
+        let in_window: u64 = admitted
+            .iter()
+            .filter(|&&(at, _)| at > now - period)
+            .map(|&(_, cost)| cost)
+            .sum();
+        let expected = in_window + cost <= 7;
+        let decision = run(&log_core, &mut log, ask(cost, now, false));
+        assert_eq!(decision.is_allowed(), expected, "at {now}");
+        if expected {
+            admitted.push((now, cost));
+            assert_eq!(decision.remaining(), 7 - in_window - cost);
+        } else {
+            // Waiting exactly `retry_after` makes the same request fit.
+            let retry = decision.retry_after().unwrap().as_nanos() as i64;
+            let later = log_core.decide(log.as_ref(), ask(cost, now + retry, false));
+            assert!(later.decision.is_allowed());
+            let sooner = log_core.decide(log.as_ref(), ask(cost, now + retry - 1, false));
+            assert!(sooner.decision.is_denied());
+        }
+        assert!(log.as_ref().unwrap().0.len() <= 7);
+    }
+}
+
+#[test]
+fn size_stays_bounded_at_the_limit() {
+    let log_core = core("100/minute");
+    let mut log = None;
+    for i in 0..1_000 {
+        run(&log_core, &mut log, ask(1, i * 1_000_000, true));
+        let stored = log.as_ref().unwrap();
+        assert!(stored.0.len() <= 100);
+        assert!(log_core.encode(stored).len() <= 1 + 8 + 99 * 4);
+    }
+    assert_eq!(log.unwrap().0.len(), 100);
+}
+
+#[test]
+fn strict_mode_keeps_a_fast_client_denied_until_it_slows_down() {
+    let log_core = core("2/second");
+    let mut lenient = None;
+    let mut strict = None;
+    // Three requests a second, for five seconds.
+    let mut admitted = (0, 0);
+    for i in 0..15 {
+        let now = i * SECOND / 3;
+        admitted.0 += u64::from(run(&log_core, &mut lenient, ask(1, now, false)).is_allowed());
+        admitted.1 += u64::from(run(&log_core, &mut strict, ask(1, now, true)).is_allowed());
+    }
+    assert_eq!(admitted, (10, 2));
+    // A pause of one period lets it through again.
+    let last = 14 * SECOND / 3;
+    let back = run(&log_core, &mut strict, ask(1, last + SECOND, true));
+    assert!(back.is_allowed());
+}
+
+#[test]
+fn strict_denial_retries_after_its_own_entries_leave() {
+    let log_core = core("3/second");
+    let mut log = None;
+    run(&log_core, &mut log, ask(3, 0, true));
+    let denied = run(&log_core, &mut log, ask(2, SECOND / 2, true));
+    assert!(denied.is_denied());
+    assert_eq!(log.as_ref().unwrap().0, vec![0, SECOND / 2, SECOND / 2]);
+    assert_eq!(denied.retry_after(), Some(Duration::from_secs(1)));
+    assert_eq!(denied.reset_after(), Duration::from_secs(1));
+    assert_eq!(denied.remaining(), 0);
+}
+
+#[test]
+fn older_events_are_decided_as_of_the_newest_entry() {
+    let log_core = core("2/second");
+    let mut log = None;
+    run(&log_core, &mut log, ask(1, 5 * SECOND, false));
+    let late = run(&log_core, &mut log, ask(1, 0, false));
+    assert!(late.is_allowed());
+    assert_eq!(log.as_ref().unwrap().0, vec![5 * SECOND, 5 * SECOND]);
+    // Counted from the event's own time, 5 s before the entries.
+    assert_eq!(late.reset_after(), Duration::from_secs(6));
+}
+
+#[test]
+fn ttl_covers_the_newest_entry() {
+    let log_core = core("2/minute");
+    let step = log_core.decide(None, ask(1, 0, false));
+    // Read for a period; the engine adds the expiry slack.
+    assert_eq!(step.write.unwrap().1, Duration::from_secs(60));
+    let full = Log(vec![0, 0]);
+    let denied = log_core.decide(Some(&full), ask(1, 30 * SECOND, false));
+    assert!(denied.write.is_none(), "a lenient denial writes nothing");
+}
+
+#[test]
+fn encoding_is_compact_and_decode_rejects_garbage() {
+    let log_core = core("4/second");
+    let log = Log(vec![
+        -5,
+        1_800_000_000 * SECOND,
+        1_800_000_000 * SECOND,
+        i64::MAX,
+    ]);
+    let bytes = log_core.encode(&log);
+    assert_eq!(log_core.decode(&bytes), Some(log));
+    assert_eq!(log_core.encode(&Log(vec![])), vec![VERSION]);
+    assert_eq!(log_core.decode(&[VERSION]), Some(Log(vec![])));
+    let mut too_long = log_core.encode(&Log(vec![0; 4]));
+    too_long.push(0);
+    for bad in [
+        &b""[..],
+        b"hello",
+        b"3.25 1800000000",
+        &[VERSION, 1, 2, 3],
+        &[VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0x80],
+        &[
+            VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0x7f,
+        ],
+        &[VERSION, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1],
+        &too_long,
+    ] {
+        assert_eq!(log_core.decode(bad), None, "{bad:?}");
+    }
+}
+
+#[test]
+fn parameters_name_the_key() {
+    assert_ne!(core("10/second").suffix, core("11/second").suffix);
+    assert_ne!(core("10/second").suffix, core("10/minute").suffix);
+    assert!(core("10/second").suffix.starts_with("log-"));
+}
