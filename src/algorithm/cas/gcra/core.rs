@@ -1,0 +1,159 @@
+//! The arithmetic of [`Gcra`](super): a pure function from the stored
+//! theoretical arrival time, the time and the request to a decision and
+//! the time to write.
+
+use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
+use crate::decision::Decision;
+use crate::quota::Quota;
+use std::time::Duration;
+
+/// The arithmetic, in units of `1/limit` nanoseconds: one request is
+/// `interval` (the period in nanoseconds) units, and time `t` is
+/// `t × limit` units, so the emission interval `period/limit` is exact.
+#[derive(Debug, Clone)]
+pub(crate) struct GcraCore {
+    pub(super) burst: u64,
+    pub(super) limit: i128,
+    pub(super) interval: i128,
+    pub(super) suffix: String,
+}
+
+impl GcraCore {
+    pub(crate) fn new(burst: u64, quota: Quota) -> Self {
+        let interval = quota.period().as_nanos() as i128;
+        Self {
+            burst,
+            limit: i128::from(quota.limit()),
+            interval,
+            suffix: parameter_suffix("gcra", &format!("{burst}/{}/{interval}", quota.limit())),
+        }
+    }
+
+    /// One period, in scaled units: the longest a reservation may wait.
+    pub(super) fn period(&self) -> i128 {
+        self.interval.saturating_mul(self.limit)
+    }
+
+    /// The furthest ahead of its writer's time a TAT can be, in scaled
+    /// units: the burst tolerance, plus the longer of a reservation's
+    /// longest wait (one period) and a strict denial's extra tolerance.
+    pub(crate) fn horizon(&self) -> i128 {
+        let tolerance = i128::from(self.burst).saturating_mul(self.interval);
+        tolerance.saturating_add(tolerance.max(self.period()))
+    }
+
+    /// Scaled units to a duration, rounded up.
+    pub(super) fn duration(&self, units: i128) -> Duration {
+        if units <= 0 {
+            return Duration::ZERO;
+        }
+        let nanos = div(units + self.limit - 1, self.limit);
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// `a / b`, in 64 bits when both fit, as they do but for extreme quotas:
+/// a 128-bit division costs several times more.
+pub(super) fn div(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) => i128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `value as f64`, through 64 bits when it fits.
+pub(super) fn to_f64(value: i128) -> f64 {
+    match i64::try_from(value) {
+        Ok(value) => value as f64,
+        Err(_) => value as f64,
+    }
+}
+
+impl CasCore for GcraCore {
+    type State = i128;
+
+    fn capacity(&self) -> u64 {
+        self.burst
+    }
+
+    fn suffix(&self) -> &str {
+        &self.suffix
+    }
+
+    fn encode(&self, tat: &i128) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_into(tat, &mut out);
+        out
+    }
+
+    fn encode_into(&self, tat: &i128, out: &mut Vec<u8>) {
+        out.extend_from_slice(itoa::Buffer::new().format(*tat).as_bytes());
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Option<i128> {
+        std::str::from_utf8(bytes).ok()?.trim().parse().ok()
+    }
+
+    /// A TAT further ahead of `now` than [`horizon`](GcraCore::horizon),
+    /// plus the skew, is clamped to that: no writer could have stored it.
+    fn repair(&self, tat: &mut i128, now: i64, skew: i64) -> bool {
+        let skew = i128::from(skew).saturating_mul(self.limit);
+        let latest = i128::from(now)
+            .saturating_mul(self.limit)
+            .saturating_add(self.horizon())
+            .saturating_add(skew);
+        let beyond = *tat > latest;
+        *tat = (*tat).min(latest);
+        beyond
+    }
+
+    fn decide(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
+        let now = i128::from(ask.now).saturating_mul(self.limit);
+        let tolerance = i128::from(self.burst).saturating_mul(self.interval);
+        let cost = i128::from(ask.cost).saturating_mul(self.interval);
+        let tat = state.copied().unwrap_or(now).max(now);
+        let next = tat.saturating_add(cost);
+        // How far past the burst tolerance this request would land.
+        let excess = next.saturating_sub(now).saturating_sub(tolerance);
+        // A reservation waits at most one period.
+        let max_delay = (ask.max_delay.as_nanos() as i128)
+            .saturating_mul(self.limit)
+            .min(self.period());
+        let allowed = excess <= max_delay;
+        let after = if allowed {
+            next
+        } else if ask.strict {
+            // Never below the TAT: a strict denial takes, it never gives.
+            next.min(now.saturating_add(2 * tolerance)).max(tat)
+        } else {
+            tat
+        };
+        let remaining = div(
+            now.saturating_add(tolerance).saturating_sub(after),
+            self.interval,
+        )
+        .max(0) as u64;
+        let reset_after = self.duration(after.saturating_sub(now));
+        let decision = if allowed {
+            Decision::allowed(self.burst, remaining, reset_after)
+        } else {
+            let retry = self.duration(
+                after
+                    .saturating_add(cost)
+                    .saturating_sub(tolerance)
+                    .saturating_sub(now),
+            );
+            Decision::denied(self.burst, remaining, reset_after, retry)
+        }
+        .with_used(to_f64(after.saturating_sub(now).max(0)) / to_f64(self.interval));
+        Step {
+            decision,
+            delay: if allowed {
+                self.duration(excess)
+            } else {
+                Duration::ZERO
+            },
+            write: (allowed || ask.strict).then_some((after, reset_after)),
+        }
+    }
+}
