@@ -122,17 +122,12 @@ mod clock;
 #[cfg(feature = "config")]
 pub mod config;
 mod decision;
-mod deny_cache;
-pub mod dynamic;
 mod error;
-pub mod failure;
 pub mod http;
 pub mod key;
 mod limiter;
 mod quota;
-mod spec;
 mod stack_text;
-mod stats;
 pub mod store;
 
 pub use algorithm::{
@@ -141,19 +136,21 @@ pub use algorithm::{
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use deny_cache::DenyCache;
-pub use dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
 pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
-pub use failure::{FailurePolicy, FailureStats};
 pub use http::HeaderPolicy;
 pub use key::KeySpace;
+pub use limiter::deny_cache::DenyCache;
+pub use limiter::dynamic;
+pub use limiter::dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
+pub use limiter::failure;
+pub use limiter::failure::{FailurePolicy, FailureStats};
+pub use limiter::spec::{Algorithm, LimiterSpec};
+pub use limiter::stats::LimiterStats;
 pub use limiter::{
     CasAlgorithm, DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE,
     DEFAULT_MAX_CLOCK_SKEW, MAX_CLOCK_SKEW, MAX_DEADLINE,
 };
 pub use quota::{Quota, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD};
-pub use spec::{Algorithm, LimiterSpec};
-pub use stats::LimiterStats;
 #[cfg(feature = "memcached")]
 pub use store::MemcachedStore;
 pub use store::MemoryStore;

@@ -48,11 +48,11 @@ use std::time::Duration;
 
 pub use file::ENV_PREFIX;
 
-use crate::dynamic::{DynamicLimiter, QuotaResolver};
 use crate::error::{ConfigError, StoreError};
+use crate::limiter::dynamic::{DynamicLimiter, QuotaResolver};
+use crate::limiter::spec::LimiterSpec;
 use crate::limiter::RateLimiter;
 use crate::quota::Quota;
-use crate::spec::LimiterSpec;
 use crate::store::{MemcachedStore, MemoryStore, Protocol, Store};
 
 /// A whole configuration, parsed and checked; see the

@@ -7,11 +7,11 @@ use std::time::Duration;
 use super::file::Written;
 use super::{Config, MemcachedOptions};
 use crate::error::ConfigError;
-use crate::failure::FailurePolicy;
 use crate::http::HeaderPolicy;
+use crate::limiter::failure::FailurePolicy;
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::DeniedRequests;
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::{is_host_port, MemoryStore, Protocol};
 
 /// The quota when none is given.

@@ -32,8 +32,8 @@ use super::stats::{
 use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::failure::Failures;
 use crate::key::KeyBuf;
+use crate::limiter::failure::Failures;
 use crate::limiter::{DeniedRequests, Settings};
 use crate::store::{ImmediateStore, PutCondition, PutOutcome, Store};
 

@@ -8,9 +8,9 @@ use super::optimistic::CasLimiter;
 use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// Slack for float comparisons of token counts.

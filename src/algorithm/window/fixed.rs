@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
 use crate::error::{ConfigError, Error};
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// The fixed window: one counter per client per window, such as

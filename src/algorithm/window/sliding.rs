@@ -8,9 +8,9 @@ use super::buckets::Buckets;
 use super::engine::WindowCounter;
 use super::sealed::SealedCache;
 use crate::error::{ConfigError, Error};
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// The most sub-windows a sliding window accepts.

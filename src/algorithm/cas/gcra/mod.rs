@@ -13,9 +13,9 @@ use crate::algorithm::cas::optimistic::CasLimiter;
 use crate::algorithm::cas::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// GCRA (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>, "the case for GCRA").

@@ -10,9 +10,9 @@ use self::core::{HybridQuotaCore, MAX_EXACT_LIMIT};
 use crate::algorithm::cas::optimistic::CasLimiter;
 use crate::algorithm::cas::stats::CasStats;
 use crate::error::ConfigError;
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// Tony Finch's hybrid quota (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>): low-traffic clients may burst, high-traffic

@@ -10,9 +10,9 @@ use self::core::SlidingLogCore;
 use crate::algorithm::cas::optimistic::CasLimiter;
 use crate::algorithm::cas::stats::CasStats;
 use crate::error::ConfigError;
+use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::spec::{Algorithm, LimiterSpec};
 use crate::store::Store;
 
 /// The largest limit a [`SlidingLog`] accepts: its state holds one

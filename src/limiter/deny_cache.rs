@@ -14,8 +14,8 @@ use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::limiter::stats::LimiterStats;
 use crate::quota::Quota;
-use crate::stats::LimiterStats;
 use crate::RateLimiter;
 
 /// Wraps a limiter and remembers its denials.

@@ -35,10 +35,10 @@ use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::limiter::spec::LimiterSpec;
+use crate::limiter::stats::LimiterStats;
 use crate::limiter::RateLimiter;
 use crate::quota::Quota;
-use crate::spec::LimiterSpec;
-use crate::stats::LimiterStats;
 use crate::store::Store;
 
 /// The most distinct quotas one [`DynamicLimiter`] builds limiters for.

@@ -1,5 +1,11 @@
 //! The façade every algorithm presents, and the settings they share.
 
+pub(crate) mod deny_cache;
+pub mod dynamic;
+pub mod failure;
+pub(crate) mod spec;
+pub(crate) mod stats;
+
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -14,11 +20,11 @@ use crate::algorithm::{CasPolicy, Inspection};
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::failure::{scale_quota, FailurePolicy, Failures};
 use crate::key::KeySpace;
+use crate::limiter::failure::{scale_quota, FailurePolicy, Failures};
+use crate::limiter::spec::LimiterSpec;
+use crate::limiter::stats::LimiterStats;
 use crate::quota::{Quota, MAX_LIMIT};
-use crate::spec::LimiterSpec;
-use crate::stats::LimiterStats;
 use crate::store::{MemoryStore, Store};
 
 /// The default bound on one decision: 100 ms. memcached answers in well

@@ -1,6 +1,6 @@
 //! What a limiter has decided since it was built, for a service to export.
 
-use crate::failure::FailureStats;
+use crate::limiter::failure::FailureStats;
 
 /// Counts of a limiter's decisions and of the work behind them, since it
 /// was built. Every limiter keeps them ([`RateLimiter::stats`]) at the cost

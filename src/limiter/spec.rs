@@ -12,8 +12,8 @@ use crate::algorithm::{
 };
 use crate::clock::{Clock, SystemClock};
 use crate::error::ConfigError;
-use crate::failure::{scale, FailurePolicy};
 use crate::key::KeySpace;
+use crate::limiter::failure::{scale, FailurePolicy};
 use crate::limiter::{
     DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW,
 };
