@@ -66,7 +66,7 @@ pub fn horizon(algorithm: Algorithm) -> Duration {
         Algorithm::SlidingLog => PERIOD,
         // A smooth refill from −quota to quota takes two windows.
         Algorithm::HybridQuota => PERIOD * 2,
-        window => panic!("{window} keeps no compare-and-swap state"),
+        window => not_cas(window),
     }
 }
 
@@ -85,8 +85,13 @@ pub fn most_admitted_in_a_period(algorithm: Algorithm) -> u64 {
         Algorithm::TokenBucket { .. } => CAPACITY + LIMIT,
         Algorithm::SlidingLog => LIMIT,
         Algorithm::HybridQuota => 2 * LIMIT + 1,
-        window => panic!("{window} keeps no compare-and-swap state"),
+        window => not_cas(window),
     }
+}
+
+/// Every algorithm here keeps a compare-and-swap state; a window does not.
+pub fn not_cas(window: Algorithm) -> ! {
+    panic!("{window} keeps no compare-and-swap state")
 }
 
 /// Little-endian LEB128 varints, as the sliding log stores distances.
@@ -142,6 +147,6 @@ pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
         Algorithm::TokenBucket { .. } => token_bucket("0", &nanos.to_string()),
         Algorithm::SlidingLog => sliding_log(nanos, &[0; LIMIT as usize - 1]),
         Algorithm::HybridQuota => hybrid_quota('b', "0", &nanos.to_string()),
-        window => panic!("{window} keeps no compare-and-swap state"),
+        window => not_cas(window),
     }
 }

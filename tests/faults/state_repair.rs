@@ -191,7 +191,7 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
                     }
                     Algorithm::SlidingLog => states::sliding_log(now, &[0; 9]),
                     Algorithm::HybridQuota => states::hybrid_quota('s', "-1e300", &now.to_string()),
-                    window => panic!("{window} keeps no compare-and-swap state"),
+                    window => states::not_cas(window),
                 },
             ];
             for (index, value) in garbage.iter().enumerate() {

@@ -92,7 +92,7 @@ fn stored(algorithm: Algorithm) -> BoxedStrategy<Vec<u8>> {
         Algorithm::HybridQuota => (prop_oneof![Just('b'), Just('s')], count(), time())
             .prop_map(|(mode, bucket, time)| states::hybrid_quota(mode, &bucket, &time))
             .boxed(),
-        window => panic!("{window} keeps no compare-and-swap state"),
+        window => states::not_cas(window),
     };
     prop_oneof![1 => bytes, 4 => encoded].boxed()
 }

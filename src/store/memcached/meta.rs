@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use memcache::exp::{
     Arithmetic, AsyncMetaClient, Delete, Error as McError, Get, GetStatus, Meta, MutationStatus,
     Op, OpResult, Set,
@@ -20,7 +19,7 @@ use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
 use crate::store::{
-    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store, Versioned,
+    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Versioned,
 };
 
 /// memcached spoken to with the meta protocol.
@@ -38,15 +37,6 @@ pub(super) struct MetaStore {
     /// Per server, the connection slots of calls that bypass the pipeline;
     /// the pipeline's own batches are bounded by its depth.
     slots: Arc<[Arc<Semaphore>]>,
-}
-
-impl std::fmt::Debug for MetaStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetaStore")
-            .field("servers", &self.servers)
-            .field("pipelining", &self.is_pipelining())
-            .finish()
-    }
 }
 
 impl MetaStore {
@@ -227,9 +217,12 @@ fn out_of_kind(what: &str) -> StoreError {
     )
 }
 
-#[async_trait]
-impl Store for MetaStore {
-    async fn increment(
+/// The store operations, as [`Store`](crate::store::Store) states them.
+/// They are inherent methods, not a `Store` impl, so that a call on a
+/// [`MemcachedStore`](super::MemcachedStore) costs one boxed future, not
+/// two.
+impl MetaStore {
+    pub(super) async fn increment(
         &self,
         key: &[u8],
         delta: u64,
@@ -276,7 +269,11 @@ impl Store for MetaStore {
         Ok(Counters { value, read })
     }
 
-    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
+    pub(super) async fn decrement(
+        &self,
+        key: &[u8],
+        delta: u64,
+    ) -> Result<Option<u64>, StoreError> {
         check_key(key)?;
         let decrement = Arithmetic::new(key).decrement().delta(delta);
         let results = self.exchange(key, &[], vec![decrement.into()]).await?;
@@ -289,7 +286,10 @@ impl Store for MetaStore {
         })
     }
 
-    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
+    pub(super) async fn get_counters(
+        &self,
+        keys: &[Vec<u8>],
+    ) -> Result<Vec<Option<u64>>, StoreError> {
         let Some((first, rest)) = keys.split_first() else {
             return Ok(Vec::new());
         };
@@ -304,7 +304,7 @@ impl Store for MetaStore {
             .collect()
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
+    pub(super) async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         check_key(key)?;
         let read = Get::new(key).meta(Meta::NONE.cas());
         let results = self.exchange(key, &[], vec![read.into()]).await?;
@@ -323,7 +323,7 @@ impl Store for MetaStore {
         }))
     }
 
-    async fn put(
+    pub(super) async fn put(
         &self,
         key: &[u8],
         value: &[u8],
@@ -348,7 +348,7 @@ impl Store for MetaStore {
         })
     }
 
-    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
+    pub(super) async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
         let Some((first, rest)) = keys.split_first() else {
             return Ok(0);
         };

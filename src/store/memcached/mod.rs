@@ -158,31 +158,18 @@ impl MemcachedStore {
         }
     }
 
-    /// The backend as a [`Store`].
-    fn store(&self) -> &dyn Store {
-        match &self.backend {
-            Backend::Meta(meta) => meta,
-            Backend::Classic(classic) => classic.as_ref(),
-        }
-    }
-
     /// `error`, naming the server of `key` unless the backend named one.
-    fn naming_the_server_of(&self, key: &[u8]) -> impl FnOnce(StoreError) -> StoreError + '_ {
-        let server = self.server_for(key);
-        move |error| error.at(server)
+    /// Only a failed call pays for placing the key.
+    fn named(&self, error: StoreError, key: &[u8]) -> StoreError {
+        error.at(self.server_for(key))
     }
 
     /// `error`, naming the server of `keys` if they all live on one.
-    fn naming_the_server_of_all(
-        &self,
-        keys: &[Vec<u8>],
-    ) -> impl FnOnce(StoreError) -> StoreError + '_ {
+    fn named_all(&self, error: StoreError, keys: &[Vec<u8>]) -> StoreError {
         let mut servers = keys.iter().map(|key| self.server_for(key));
-        let first = servers.next();
-        let one = first.filter(|first| servers.all(|other| other == *first));
-        move |error| match one {
-            Some(server) => error.at(server),
-            None => error,
+        match servers.next() {
+            Some(first) if servers.all(|other| other == first) => error.at(first),
+            _ => error,
         }
     }
 }
@@ -208,31 +195,35 @@ impl Store for MemcachedStore {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
-        self.store()
-            .increment(key, delta, ttl, also_read)
-            .await
-            .map_err(self.naming_the_server_of(key))
+        match &self.backend {
+            Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,
+            Backend::Classic(classic) => classic.increment(key, delta, ttl, also_read).await,
+        }
+        .map_err(|error| self.named(error, key))
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        self.store()
-            .decrement(key, delta)
-            .await
-            .map_err(self.naming_the_server_of(key))
+        match &self.backend {
+            Backend::Meta(meta) => meta.decrement(key, delta).await,
+            Backend::Classic(classic) => classic.decrement(key, delta).await,
+        }
+        .map_err(|error| self.named(error, key))
     }
 
     async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        self.store()
-            .get_counters(keys)
-            .await
-            .map_err(self.naming_the_server_of_all(keys))
+        match &self.backend {
+            Backend::Meta(meta) => meta.get_counters(keys).await,
+            Backend::Classic(classic) => classic.get_counters(keys).await,
+        }
+        .map_err(|error| self.named_all(error, keys))
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        self.store()
-            .get(key)
-            .await
-            .map_err(self.naming_the_server_of(key))
+        match &self.backend {
+            Backend::Meta(meta) => meta.get(key).await,
+            Backend::Classic(classic) => classic.get(key).await,
+        }
+        .map_err(|error| self.named(error, key))
     }
 
     async fn put(
@@ -242,16 +233,18 @@ impl Store for MemcachedStore {
         ttl: Duration,
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError> {
-        self.store()
-            .put(key, value, ttl, condition)
-            .await
-            .map_err(self.naming_the_server_of(key))
+        match &self.backend {
+            Backend::Meta(meta) => meta.put(key, value, ttl, condition).await,
+            Backend::Classic(classic) => classic.put(key, value, ttl, condition).await,
+        }
+        .map_err(|error| self.named(error, key))
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        self.store()
-            .delete(keys)
-            .await
-            .map_err(self.naming_the_server_of_all(keys))
+        match &self.backend {
+            Backend::Meta(meta) => meta.delete(keys).await,
+            Backend::Classic(classic) => classic.delete(keys).await,
+        }
+        .map_err(|error| self.named_all(error, keys))
     }
 }
