@@ -125,32 +125,21 @@ mod decision;
 mod error;
 pub mod http;
 pub mod key;
-mod limiter;
-mod quota;
+pub mod limiter;
+pub mod quota;
 mod stack_text;
 pub mod store;
 
 pub use algorithm::{
-    CasPolicy, CasStats, FixedWindow, Gcra, HybridQuota, InspectedKey, Inspection, Reservation,
-    SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow, TokenBucket,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
-pub use error::{ConfigError, Error, StoreError, StoreErrorKind};
-pub use http::HeaderPolicy;
-pub use key::KeySpace;
-pub use limiter::deny_cache::DenyCache;
-pub use limiter::dynamic;
-pub use limiter::dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
-pub use limiter::failure;
-pub use limiter::failure::{FailurePolicy, FailureStats};
-pub use limiter::spec::{Algorithm, LimiterSpec};
-pub use limiter::stats::LimiterStats;
+pub use error::{ConfigError, Error, StoreError};
 pub use limiter::{
-    CasAlgorithm, DeniedRequests, LimiterBuilder, RateLimiter, DEFAULT_DEADLINE,
-    DEFAULT_MAX_CLOCK_SKEW, MAX_CLOCK_SKEW, MAX_DEADLINE,
+    DenyCache, DynamicLimiter, FailurePolicy, Limiter, LimiterBuilder, LimiterSpec, RateLimiter,
 };
-pub use quota::{Quota, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD};
+pub use quota::Quota;
 #[cfg(feature = "memcached")]
 pub use store::MemcachedStore;
 pub use store::MemoryStore;

@@ -18,11 +18,21 @@
 //! first ([`CasPolicy`]).
 
 mod cas;
+mod choice;
+mod engine;
 mod inspect;
-pub(crate) mod window;
+mod repairs;
+mod settings;
+mod window;
 
 pub use self::cas::{
     CasPolicy, CasStats, Gcra, HybridQuota, Reservation, SlidingLog, TokenBucket, MAX_LOG_LIMIT,
 };
+pub use self::choice::Algorithm;
+pub(crate) use self::engine::Engine;
 pub use self::inspect::{InspectedKey, Inspection};
+pub(crate) use self::repairs::Repairs;
+pub use self::settings::DeniedRequests;
+pub(crate) use self::settings::Settings;
+pub(crate) use self::window::unix_nanos;
 pub use self::window::{FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};

@@ -5,26 +5,25 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::algorithm::CasPolicy;
+use crate::algorithm::DeniedRequests;
 use crate::clock::Clock;
 use crate::error::ConfigError;
-use crate::key::KeySpace;
-use crate::limiter::failure::{scale_quota, FailurePolicy, Failures};
-use crate::limiter::settings::Settings;
+use crate::limiter::failure::FailurePolicy;
 use crate::limiter::spec::LimiterSpec;
-use crate::limiter::{DeniedRequests, RateLimiter, MAX_CLOCK_SKEW, MAX_DEADLINE};
-use crate::quota::MAX_LIMIT;
-use crate::store::{MemoryStore, Store};
+use crate::limiter::RateLimiter;
+use crate::store::Store;
 
-/// Builds a limiter of algorithm `A` ([`SlidingWindow`](crate::SlidingWindow),
-/// [`Gcra`](crate::Gcra), ...): a [`LimiterSpec`] and the store. Each
-/// algorithm's `builder` starts one, every setter writes into the spec,
-/// and `build` validates everything at once, so a limiter that exists is
-/// correctly configured. [`LimiterSpec::build`] goes through the same
-/// builder.
+/// Builds a [`RateLimiter`] of algorithm `A`
+/// ([`SlidingWindow`](crate::SlidingWindow), [`Gcra`](crate::Gcra), ...):
+/// a [`LimiterSpec`] and the store. Each algorithm's `builder` starts one,
+/// every setter writes into the spec (`A` decides which setters there
+/// are: `sub_windows` for the sliding window, `burst` for GCRA, ...), and
+/// `build` validates everything at once, so a limiter that exists is
+/// correctly configured. [`LimiterSpec::build`] validates the same way.
 ///
 /// ```
-/// use memcache_ratelimit::{Algorithm, DeniedRequests, ManualClock, MemoryStore, SlidingWindow};
+/// use memcache_ratelimit::limiter::DeniedRequests;
+/// use memcache_ratelimit::{Algorithm, ManualClock, MemoryStore, SlidingWindow};
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
@@ -71,8 +70,7 @@ impl<A> std::fmt::Debug for LimiterBuilder<A> {
 }
 
 impl<A> LimiterBuilder<A> {
-    /// A builder of `spec` on `store`; the algorithm's own type checks, at
-    /// `build`, that the spec's algorithm is its own.
+    /// A builder of `spec`, whose algorithm is `A`'s, on `store`.
     pub(crate) fn from_spec(spec: LimiterSpec, store: Arc<dyn Store>) -> Self {
         Self {
             spec,
@@ -111,8 +109,8 @@ impl<A> LimiterBuilder<A> {
         self
     }
 
-    /// The longest a decision may take (default [`DEFAULT_DEADLINE`](crate::DEFAULT_DEADLINE), at
-    /// most [`MAX_DEADLINE`]). Past it, the caller gets
+    /// The longest a decision may take (default [`DEFAULT_DEADLINE`](crate::limiter::DEFAULT_DEADLINE), at
+    /// most [`MAX_DEADLINE`](crate::limiter::MAX_DEADLINE)). Past it, the caller gets
     /// [`Error::DeadlineExceeded`](crate::Error::DeadlineExceeded) rather than waiting on the store. The
     /// deadline runs on tokio's timer, so the runtime needs its time driver
     /// (`#[tokio::main]` and `Runtime::new` enable it); the timer is only
@@ -124,7 +122,7 @@ impl<A> LimiterBuilder<A> {
     }
 
     /// How far apart the clocks of any two processes sharing the store may
-    /// be (default [`DEFAULT_MAX_CLOCK_SKEW`](crate::DEFAULT_MAX_CLOCK_SKEW), at most [`MAX_CLOCK_SKEW`](crate::MAX_CLOCK_SKEW)):
+    /// be (default [`DEFAULT_MAX_CLOCK_SKEW`](crate::limiter::DEFAULT_MAX_CLOCK_SKEW), at most [`MAX_CLOCK_SKEW`](crate::limiter::MAX_CLOCK_SKEW)):
     /// with clocks within ±1 s of the true time, that is 2 s. A window
     /// bucket that closed longer ago than this, plus the deadline, can no
     /// longer change, so the sliding window reads it at most once per
@@ -153,115 +151,8 @@ impl<A> LimiterBuilder<A> {
         })
     }
 
-    /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
-    pub fn cas_policy(mut self, policy: CasPolicy) -> Self
-    where
-        A: CasAlgorithm,
-    {
-        self.spec = self.spec.cas_policy(policy);
-        self
-    }
-
-    /// Validates the shared settings and hands back the runtime settings
-    /// and the spec, with the local stand-in of a
-    /// [`FailurePolicy::Fallback`] built by `build`: the same algorithm and
-    /// settings on a [`MemoryStore`] of the same clock, with the quota (and
-    /// the algorithm's own burst or capacity) scaled to the share.
-    pub(crate) fn into_parts<L: RateLimiter + 'static>(
-        self,
-        build: fn(Self) -> Result<L, ConfigError>,
-    ) -> Result<(Settings, LimiterSpec), ConfigError> {
-        let fallback = match self.spec.failure {
-            FailurePolicy::Fallback { share } => {
-                let spec = self
-                    .spec
-                    .clone()
-                    .with_quota(scale_quota(self.spec.quota, share))
-                    .with_algorithm(self.spec.algorithm.scaled(share))
-                    .on_failure(FailurePolicy::ReturnError);
-                let store = Arc::new(MemoryStore::with_clock(self.spec.clock.clone()));
-                Some(Arc::new(build(Self::from_spec(spec, store))?) as Arc<dyn RateLimiter>)
-            }
-            _ => None,
-        };
-        self.settings(fallback)
-    }
-
-    /// [`into_parts`](Self::into_parts) for engines tested on their own,
-    /// under a policy with no stand-in.
-    #[cfg(test)]
-    pub(crate) fn into_settings(self) -> Result<Settings, ConfigError> {
-        self.settings(None).map(|(settings, _)| settings)
-    }
-
-    fn settings(
-        self,
-        fallback: Option<Arc<dyn RateLimiter>>,
-    ) -> Result<(Settings, LimiterSpec), ConfigError> {
-        let spec = self.spec;
-        if spec.deadline.is_zero() || spec.deadline > MAX_DEADLINE {
-            return Err(ConfigError::new(
-                "deadline",
-                format!("{:?} is outside (0, {MAX_DEADLINE:?}]", spec.deadline),
-            ));
-        }
-        if spec.quota.limit() > MAX_LIMIT {
-            return Err(ConfigError::new(
-                "limit",
-                format!(
-                    "{} is more than MAX_LIMIT ({MAX_LIMIT}, 2^56), beyond which memcached's 64-bit counters could wrap",
-                    spec.quota.limit()
-                ),
-            ));
-        }
-        if spec.max_clock_skew > MAX_CLOCK_SKEW {
-            return Err(ConfigError::new(
-                "max_clock_skew",
-                format!("{:?} is more than {MAX_CLOCK_SKEW:?}", spec.max_clock_skew),
-            ));
-        }
-        let settings = Settings {
-            quota: spec.quota,
-            store: self.store,
-            clock: spec.clock.clone(),
-            keys: KeySpace::new(spec.namespace.clone())?,
-            deadline: spec.deadline,
-            denied: spec.denied,
-            max_clock_skew: spec.max_clock_skew,
-            failures: Arc::new(Failures::new(spec.failure, fallback)?),
-        };
-        Ok((settings, spec))
+    /// Validates every setting and builds the limiter.
+    pub fn build(self) -> Result<RateLimiter, ConfigError> {
+        RateLimiter::new(self.spec, self.store)
     }
 }
-
-/// The error of a builder whose spec names another algorithm than its own,
-/// which the crate's constructors never make.
-pub(crate) fn other_algorithm(spec: &LimiterSpec, expected: &str) -> ConfigError {
-    ConfigError::new(
-        "algorithm",
-        format!(
-            "a {expected} builder cannot build {}",
-            spec.algorithm.name()
-        ),
-    )
-}
-
-/// The algorithms that decide by compare-and-swap, whose builders take a
-/// [`CasPolicy`](LimiterBuilder::cas_policy).
-pub trait CasAlgorithm: cas_algorithm::Sealed {}
-
-mod cas_algorithm {
-    /// Keeps [`CasAlgorithm`](super::CasAlgorithm) to the crate's
-    /// algorithms.
-    pub trait Sealed {}
-
-    impl Sealed for crate::TokenBucket {}
-    impl Sealed for crate::Gcra {}
-    impl Sealed for crate::SlidingLog {}
-    impl Sealed for crate::HybridQuota {}
-}
-
-impl CasAlgorithm for crate::TokenBucket {}
-impl CasAlgorithm for crate::Gcra {}
-impl CasAlgorithm for crate::SlidingLog {}
-impl CasAlgorithm for crate::HybridQuota {}

@@ -9,14 +9,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::algorithm::window::buckets::unix_nanos;
-use crate::algorithm::Inspection;
+use crate::algorithm::{unix_nanos, Inspection};
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::limiter::contract::Limiter;
 use crate::limiter::stats::LimiterStats;
 use crate::quota::Quota;
-use crate::RateLimiter;
 
 /// Wraps a limiter and remembers its denials.
 ///
@@ -38,11 +37,11 @@ use crate::RateLimiter;
 ///   just after, when another process resets the client, or, for the
 ///   token bucket and GCRA, by up to the clock skew when a process whose
 ///   clock runs ahead refills the bucket early.
-/// - In strict mode ([`DeniedRequests::Counted`](crate::DeniedRequests)),
+/// - In strict mode ([`DeniedRequests::Counted`](crate::limiter::DeniedRequests)),
 ///   requests denied here are not counted in the store, so a flooding
 ///   client is held only until the remembered `retry_after`, as if it had
 ///   paused.
-/// - [`reset`](RateLimiter::reset) clears the client here too, but only in
+/// - [`reset`](Limiter::reset) clears the client here too, but only in
 ///   this process; other processes keep their own caches until their
 ///   entries run out.
 /// - At most `capacity` clients are remembered; when full, expired entries
@@ -51,7 +50,7 @@ use crate::RateLimiter;
 ///
 /// ```
 /// use memcache_ratelimit::store::CountingStore;
-/// use memcache_ratelimit::{DenyCache, FixedWindow, ManualClock, MemoryStore, RateLimiter};
+/// use memcache_ratelimit::{DenyCache, FixedWindow, Limiter, ManualClock, MemoryStore};
 /// use std::sync::Arc;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -87,7 +86,7 @@ struct Denial {
     decision: Decision,
 }
 
-impl<L: RateLimiter> DenyCache<L> {
+impl<L: Limiter> DenyCache<L> {
     /// Remembers the denials of `inner` for at most `capacity` clients.
     pub fn new(inner: L, capacity: usize) -> Self {
         Self {
@@ -175,7 +174,7 @@ impl<L: RateLimiter> DenyCache<L> {
 }
 
 #[async_trait]
-impl<L: RateLimiter> RateLimiter for DenyCache<L> {
+impl<L: Limiter> Limiter for DenyCache<L> {
     fn quota(&self) -> Quota {
         self.inner.quota()
     }

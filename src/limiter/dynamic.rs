@@ -1,28 +1,5 @@
-//! Quotas picked per client at request time: API plans, per-tenant limits.
-//!
-//! A [`DynamicLimiter`] asks a [`QuotaResolver`] which quota a client is
-//! held to, then decides with the limiter one [`LimiterSpec`] describes, for
-//! that quota ([`LimiterSpec::with_quota`]; built on first use, then kept). All of them share one store
-//! and one namespace, and the key layout keeps state made under different
-//! parameters apart wherever mixing it would be wrong:
-//!
-//! - **Window algorithms** count requests, and a count does not depend on
-//!   the limit. A window counter's key carries its bucket's start and,
-//!   unless it is one minute, its length (`rl:alice_20261122071015-15s`).
-//!   So a client moved from 100/minute to 1,000/minute keeps the requests
-//!   it made in the last minute, now held against 1,000; moved back, they
-//!   count against 100 again. A quota with another bucket length (another
-//!   period, or the same period cut into other sub-windows) reads other
-//!   keys and starts from zero.
-//! - **Compare-and-swap algorithms** keep a state whose meaning depends on
-//!   the parameters (tokens of a capacity, a theoretical arrival time at a
-//!   rate, a log of at most `limit` entries). Their key carries the
-//!   parameters (`rl:alice_tb-<capacity/limit/period>`, `gcra-…`, `log-…`,
-//!   `hq-…`), so a client whose quota changes starts a fresh state under
-//!   the new one; the old state expires on its own.
-//!
-//! Changing a client's quota therefore never reads a state written under
-//! other parameters as if it were its own.
+//! [`DynamicLimiter`]: quotas picked per client at request time, API plans
+//! and per-tenant limits.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +12,7 @@ use crate::algorithm::Inspection;
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::limiter::contract::Limiter;
 use crate::limiter::spec::LimiterSpec;
 use crate::limiter::stats::LimiterStats;
 use crate::limiter::RateLimiter;
@@ -63,12 +41,36 @@ impl<F: Fn(&[u8]) -> Quota + Send + Sync + 'static> QuotaResolver for F {
     }
 }
 
-/// A limiter whose quota is picked per client by a [`QuotaResolver`]; see
-/// the [module documentation](crate::dynamic) for the key layout that keeps
-/// quotas apart.
+/// A limiter whose quota is picked per client by a [`QuotaResolver`]
+/// (API plans, per-tenant limits).
+///
+/// It asks the resolver which quota a client is held to, then decides with
+/// the limiter one [`LimiterSpec`] describes, for that quota
+/// ([`LimiterSpec::with_quota`]; built on first use, then kept). All of
+/// them share one store and one namespace, and the key layout keeps state
+/// made under different parameters apart wherever mixing it would be
+/// wrong:
+///
+/// - **Window algorithms** count requests, and a count does not depend on
+///   the limit. A window counter's key carries its bucket's start and,
+///   unless it is one minute, its length (`rl:alice_20261122071015-15s`).
+///   So a client moved from 100/minute to 1,000/minute keeps the requests
+///   it made in the last minute, now held against 1,000; moved back, they
+///   count against 100 again. A quota with another bucket length (another
+///   period, or the same period cut into other sub-windows) reads other
+///   keys and starts from zero.
+/// - **Compare-and-swap algorithms** keep a state whose meaning depends on
+///   the parameters (tokens of a capacity, a theoretical arrival time at a
+///   rate, a log of at most `limit` entries). Their key carries the
+///   parameters (`rl:alice_tb-<capacity/limit/period>`, `gcra-…`, `log-…`,
+///   `hq-…`), so a client whose quota changes starts a fresh state under
+///   the new one; the old state expires on its own.
+///
+/// Changing a client's quota therefore never reads a state written under
+/// other parameters as if it were its own.
 ///
 /// ```
-/// use memcache_ratelimit::{Algorithm, DynamicLimiter, LimiterSpec, ManualClock, MemoryStore, Quota, RateLimiter};
+/// use memcache_ratelimit::{Algorithm, DynamicLimiter, Limiter, LimiterSpec, ManualClock, MemoryStore, Quota};
 /// use std::sync::Arc;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -95,9 +97,9 @@ impl<F: Fn(&[u8]) -> Quota + Send + Sync + 'static> QuotaResolver for F {
 pub struct DynamicLimiter {
     spec: LimiterSpec,
     store: Arc<dyn Store>,
-    default: Arc<dyn RateLimiter>,
+    default: Arc<RateLimiter>,
     resolver: Box<dyn QuotaResolver>,
-    limiters: RwLock<HashMap<Quota, Arc<dyn RateLimiter>>>,
+    limiters: RwLock<HashMap<Quota, Arc<RateLimiter>>>,
     /// Requests whose quota could not be built.
     unbuilt: AtomicU64,
 }
@@ -115,7 +117,7 @@ impl std::fmt::Debug for DynamicLimiter {
 impl DynamicLimiter {
     /// A limiter deciding with `spec` on `store`, holding each client to
     /// the quota `resolver` picks. The spec's own quota is the default,
-    /// [`RateLimiter::quota`]'s answer; its limiter is built here, so an
+    /// [`Limiter::quota`]'s answer; its limiter is built here, so an
     /// invalid spec is rejected now.
     pub fn new(
         spec: LimiterSpec,
@@ -123,7 +125,7 @@ impl DynamicLimiter {
         resolver: impl QuotaResolver,
     ) -> Result<Self, ConfigError> {
         let default = spec.quota();
-        let built: Arc<dyn RateLimiter> = spec.build(store.clone())?.into();
+        let built: Arc<RateLimiter> = Arc::new(spec.build(store.clone())?);
         Ok(Self {
             spec,
             store,
@@ -152,7 +154,7 @@ impl DynamicLimiter {
     }
 
     /// The limiter for `quota`, built on first use.
-    fn limiter(&self, quota: Quota) -> Result<Arc<dyn RateLimiter>, ConfigError> {
+    fn limiter(&self, quota: Quota) -> Result<Arc<RateLimiter>, ConfigError> {
         if let Some(limiter) = self.read().get(&quota) {
             return Ok(limiter.clone());
         }
@@ -166,7 +168,7 @@ impl DynamicLimiter {
                 format!("{quota} would be quota number {} of this limiter, above the maximum of {MAX_DYNAMIC_QUOTAS}", limiters.len() + 1),
             ));
         }
-        let built: Arc<dyn RateLimiter> = self
+        let built: Arc<RateLimiter> = self
             .spec
             .clone()
             .with_quota(quota)
@@ -178,7 +180,7 @@ impl DynamicLimiter {
 
     /// The limiter for the quota `key` is held to; a quota that cannot be
     /// built is counted as an error.
-    fn limiter_for(&self, key: &[u8]) -> Result<Arc<dyn RateLimiter>, Error> {
+    fn limiter_for(&self, key: &[u8]) -> Result<Arc<RateLimiter>, Error> {
         self.limiter(self.resolver.quota(key)).map_err(|error| {
             self.unbuilt.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(%error, "no limiter for the quota picked");
@@ -186,17 +188,17 @@ impl DynamicLimiter {
         })
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Quota, Arc<dyn RateLimiter>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Quota, Arc<RateLimiter>>> {
         self.limiters.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn all(&self) -> Vec<Arc<dyn RateLimiter>> {
+    fn all(&self) -> Vec<Arc<RateLimiter>> {
         self.read().values().cloned().collect()
     }
 }
 
 #[async_trait]
-impl RateLimiter for DynamicLimiter {
+impl Limiter for DynamicLimiter {
     /// The default quota.
     fn quota(&self) -> Quota {
         self.default.quota()

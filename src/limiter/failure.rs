@@ -1,47 +1,45 @@
-//! What a limiter decides when its store cannot: the failure policy.
-//!
-//! A decision fails when the store returns an error (memcached killed,
-//! refusing connections, answering garbage) or misses the limiter's
-//! deadline (memcached hung, overloaded, or a network partition that drops
-//! packets). The policy turns such a failure into a decision, so a service
-//! keeps answering its own clients while memcached is away:
-//!
-//! | policy | under failure | costs |
-//! |---|---|---|
-//! | [`FailurePolicy::Open`] (the default) | allowed | no limit at all while the store is away |
-//! | [`FailurePolicy::Closed`] | denied | no traffic at all while the store is away |
-//! | [`FailurePolicy::Fallback`] | decided by an in-process limiter of the same algorithm, holding this instance's share of the quota | the fleet admits up to the sum of the shares; counts made locally are not in memcached afterwards |
-//! | [`FailurePolicy::ReturnError`] | the error, for the caller to decide | every caller handles it |
-//!
-//! A decision made under a policy says so
-//! ([`Decision::under_failure`]); every absorbed failure is logged through
-//! `tracing` (a `warn` event with the error) and counted
-//! ([`FailureStats`]). Requests the store could never decide are errors
-//! whatever the policy: a zero cost, a cost above the limit, a clock out
-//! of range, and a compare-and-swap that lost every attempt
-//! ([`Error::Contention`]: the store works, other writers were faster).
-//!
-//! A failure that happened after the request was sent may have been
-//! counted in memcached all the same ([`StoreError::is_ambiguous`]); it is
-//! never sent again, so nothing is counted twice in the store. Under
-//! [`FailurePolicy::Fallback`] such a request is counted once more, in the
-//! local limiter.
-//!
-//! [`StoreError::is_ambiguous`]: crate::StoreError::is_ambiguous
+//! [`FailurePolicy`]: what a limiter decides when its store cannot, and
+//! [`FailureStats`]: what it absorbed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-
+use crate::algorithm::Algorithm;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::limiter::RateLimiter;
 use crate::quota::Quota;
-use crate::RateLimiter;
 
-/// What a limiter decides when its store fails or misses the deadline; see
-/// the [module documentation](self).
+/// What a limiter decides when its store fails or misses the deadline.
+///
+/// A decision fails when the store returns an error (memcached killed,
+/// refusing connections, answering garbage) or misses the limiter's
+/// deadline (memcached hung, overloaded, or a network partition that drops
+/// packets). The policy turns such a failure into a decision, so a service
+/// keeps answering its own clients while memcached is away:
+///
+/// | policy | under failure | costs |
+/// |---|---|---|
+/// | [`FailurePolicy::Open`] (the default) | allowed | no limit at all while the store is away |
+/// | [`FailurePolicy::Closed`] | denied | no traffic at all while the store is away |
+/// | [`FailurePolicy::Fallback`] | decided by an in-process limiter of the same algorithm, holding this instance's share of the quota | the fleet admits up to the sum of the shares; counts made locally are not in memcached afterwards |
+/// | [`FailurePolicy::ReturnError`] | the error, for the caller to decide | every caller handles it |
+///
+/// A decision made under a policy says so
+/// ([`Decision::under_failure`]); every absorbed failure is logged through
+/// `tracing` (a `warn` event with the error) and counted
+/// ([`FailureStats`]). Requests the store could never decide are errors
+/// whatever the policy: a zero cost, a cost above the limit, a clock out
+/// of range, and a compare-and-swap that lost every attempt
+/// ([`Error::Contention`]: the store works, other writers were faster).
+///
+/// A failure that happened after the request was sent may have been
+/// counted in memcached all the same ([`StoreError::is_ambiguous`]); it is
+/// never sent again, so nothing is counted twice in the store. Under
+/// [`FailurePolicy::Fallback`] such a request is counted once more, in the
+/// local limiter.
+///
+/// [`StoreError::is_ambiguous`]: crate::StoreError::is_ambiguous
 ///
 /// ```
 /// # #[cfg(feature = "memcached")] {
@@ -60,10 +58,9 @@ use crate::RateLimiter;
 /// let first = limiter.check(b"alice").await?;
 /// assert!(first.is_allowed() && first.under_failure());
 /// assert!(limiter.check(b"alice").await?.is_denied());
-/// assert_eq!(limiter.failure_stats().absorbed, 2);
+/// assert_eq!(limiter.stats().failures.absorbed, 2);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
-/// # use memcache_ratelimit::RateLimiter;
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -95,6 +92,20 @@ pub enum FailurePolicy {
 /// `value` scaled by `share`, rounded up, at least 1.
 pub(crate) fn scale(value: u64, share: f64) -> u64 {
     ((value as f64 * share).ceil() as u64).clamp(1, value.max(1))
+}
+
+/// `algorithm` with what it sets beside the quota (a burst, a capacity)
+/// scaled to `share`, for the local stand-in of [`FailurePolicy::Fallback`].
+pub(crate) fn scale_algorithm(algorithm: Algorithm, share: f64) -> Algorithm {
+    match algorithm {
+        Algorithm::TokenBucket { capacity } => Algorithm::TokenBucket {
+            capacity: capacity.map(|value| scale(value, share)),
+        },
+        Algorithm::Gcra { burst } => Algorithm::Gcra {
+            burst: burst.map(|value| scale(value, share)),
+        },
+        other => other,
+    }
 }
 
 /// `quota` with its limit scaled by `share`.
@@ -133,14 +144,14 @@ pub struct FailureStats {
 /// A limiter's policy, with its stand-in, and its counters.
 pub(crate) struct Failures {
     policy: Policy,
-    counts: [AtomicU64; 9],
+    counts: [AtomicU64; 8],
 }
 
 /// A [`FailurePolicy`] ready to apply.
 enum Policy {
     Open,
     Closed,
-    Fallback(Arc<dyn RateLimiter>),
+    Fallback(Box<RateLimiter>),
     ReturnError,
 }
 
@@ -148,7 +159,7 @@ impl std::fmt::Debug for Failures {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Failures")
             .field("policy", &self.policy)
-            .field("stats", &self.stats())
+            .field("outcomes", &self.outcomes())
             .finish()
     }
 }
@@ -169,21 +180,16 @@ const STORE_ERRORS: usize = 1;
 const DEADLINES: usize = 2;
 const FALLBACKS: usize = 3;
 const RETURNED: usize = 4;
-const REPAIRED: usize = 5;
-const ALLOWED: usize = 6;
-const DENIED: usize = 7;
-const ERRORS: usize = 8;
+const ALLOWED: usize = 5;
+const DENIED: usize = 6;
+const ERRORS: usize = 7;
 
 impl Failures {
     /// `policy`, checked, with the stand-in a
     /// [`FailurePolicy::Fallback`] needs.
-    ///
-    /// # Panics
-    ///
-    /// For a fallback policy without its stand-in: the builder makes one.
     pub(crate) fn new(
         policy: FailurePolicy,
-        fallback: Option<Arc<dyn RateLimiter>>,
+        fallback: Option<RateLimiter>,
     ) -> Result<Self, ConfigError> {
         let policy = match policy {
             FailurePolicy::Open => Policy::Open,
@@ -196,7 +202,13 @@ impl Failures {
                 ))
             }
             FailurePolicy::Fallback { .. } => {
-                Policy::Fallback(fallback.expect("a fallback policy comes with its stand-in"))
+                let Some(local) = fallback else {
+                    return Err(ConfigError::new(
+                        "failure_policy",
+                        "a fallback policy needs its local stand-in",
+                    ));
+                };
+                Policy::Fallback(Box::new(local))
             }
         };
         Ok(Self {
@@ -205,7 +217,9 @@ impl Failures {
         })
     }
 
-    pub(crate) fn stats(&self) -> FailureStats {
+    /// The counts, with `repaired`, the engine's count of stored values
+    /// it repaired.
+    pub(crate) fn stats(&self, repaired: u64) -> FailureStats {
         let n = |i: usize| self.counts[i].load(Ordering::Relaxed);
         FailureStats {
             absorbed: n(ABSORBED),
@@ -213,7 +227,7 @@ impl Failures {
             deadlines: n(DEADLINES),
             fallbacks: n(FALLBACKS),
             returned: n(RETURNED),
-            repaired: n(REPAIRED),
+            repaired,
         }
     }
 
@@ -268,20 +282,17 @@ impl Failures {
                 let retry = quota.period().min(Duration::from_secs(1));
                 Decision::denied(quota.limit(), 0, quota.period(), retry)
             }
-            Policy::Fallback(local) => {
-                let at = DateTime::<Utc>::from_timestamp_nanos(now);
-                match local.check_at(key, cost, at).await {
-                    Ok(decision) => {
-                        self.bump(FALLBACKS);
-                        decision
-                    }
-                    Err(failed) => {
-                        self.bump(RETURNED);
-                        tracing::error!(%error, %failed, "store failed and so did the local fallback");
-                        return Err(error);
-                    }
+            Policy::Fallback(local) => match Box::pin(local.decide(key, cost, now)).await {
+                Ok(decision) => {
+                    self.bump(FALLBACKS);
+                    decision
                 }
-            }
+                Err(failed) => {
+                    self.bump(RETURNED);
+                    tracing::error!(%error, %failed, "store failed and so did the local fallback");
+                    return Err(error);
+                }
+            },
         };
         self.bump(ABSORBED);
         self.bump(if matches!(error, Error::Store(_)) {
@@ -293,45 +304,11 @@ impl Failures {
         Ok(decision.made_under_failure())
     }
 
-    /// Counts and reports a counter at `key` that held `held`, not a
-    /// count, and was reset.
-    pub(crate) fn repaired(&self, key: &[u8], held: &[u8]) {
-        self.bump(REPAIRED);
-        tracing::warn!(
-            key = %String::from_utf8_lossy(key),
-            held = %String::from_utf8_lossy(&held[..held.len().min(40)]),
-            "counter held something else; reset to zero"
-        );
-    }
-
-    /// Counts and reports a counter at `key` that wrapped past 2^64 to
-    /// `value` and was read as a full window.
-    pub(crate) fn wrapped(&self, key: &[u8], value: u64) {
-        self.bump(REPAIRED);
-        tracing::warn!(
-            key = %String::from_utf8_lossy(key),
-            value,
-            "counter wrapped past 2^64; read as a full window and reset to the limit"
-        );
-    }
-
-    /// Counts and reports a compare-and-swap state at `key` that held
-    /// `held` and was repaired as `what` says.
-    pub(crate) fn repaired_state(&self, key: &[u8], held: &[u8], what: &str) {
-        self.bump(REPAIRED);
-        tracing::warn!(
-            key = %String::from_utf8_lossy(key),
-            held = %String::from_utf8_lossy(&held[..held.len().min(40)]),
-            reason = what,
-            "stored state repaired"
-        );
-    }
-
     /// Forgets `key` in the stand-in, if there is one.
     pub(crate) async fn reset(&self, key: &[u8]) {
         if let Policy::Fallback(local) = &self.policy {
             // An in-process store: it cannot fail.
-            let _ = local.reset(key).await;
+            let _ = Box::pin(local.reset(key)).await;
         }
     }
 }
@@ -340,6 +317,7 @@ impl Failures {
 mod tests {
     use super::*;
     use crate::{FixedWindow, Gcra, MemoryStore};
+    use std::sync::Arc;
 
     #[test]
     fn a_share_outside_zero_to_one_is_rejected_when_built() {

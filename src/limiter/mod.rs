@@ -1,26 +1,45 @@
-//! The façade every algorithm presents, and the settings they share.
+//! The limiter a service holds: [`RateLimiter`], built by a
+//! [`LimiterBuilder`] or from a [`LimiterSpec`], with its failure policy,
+//! and what wraps one: [`DenyCache`], [`DynamicLimiter`] and the
+//! [`Limiter`] trait they share.
+//!
+//! A decision goes from [`RateLimiter::check`] to the algorithm's engine
+//! (`algorithm::Engine`), which calls the store; a store failure goes to
+//! the [`FailurePolicy`]; the outcome is counted in [`LimiterStats`].
 
+mod algorithm_builders;
 mod builder;
-pub(crate) mod deny_cache;
-pub mod dynamic;
-pub mod failure;
-pub(crate) mod settings;
-pub(crate) mod spec;
-pub(crate) mod stats;
+mod construct;
+mod contract;
+mod deny_cache;
+mod dynamic;
+mod failure;
+mod spec;
+mod stats;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use tracing::Instrument;
 
-pub(crate) use crate::algorithm::window::buckets::unix_nanos;
-use crate::algorithm::Inspection;
+use crate::algorithm::{unix_nanos, CasStats, Engine, Inspection, Repairs, Reservation};
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::limiter::stats::LimiterStats;
+use crate::key::Printable;
 use crate::quota::Quota;
+use std::sync::Arc;
+
+pub use self::algorithm_builders::CasAlgorithm;
+pub use self::builder::LimiterBuilder;
+pub use self::contract::Limiter;
+pub use self::deny_cache::DenyCache;
+pub use self::dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
+use self::failure::Failures;
+pub use self::failure::{FailurePolicy, FailureStats};
+pub use self::spec::LimiterSpec;
+pub use self::stats::LimiterStats;
+pub use crate::algorithm::DeniedRequests;
 
 /// The default bound on one decision: 100 ms. memcached answers in well
 /// under a millisecond on a healthy network; a decision that has waited
@@ -38,43 +57,54 @@ pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(60);
 /// The longest deadline a limiter accepts.
 pub const MAX_DEADLINE: Duration = Duration::from_secs(60);
 
-/// A rate limiter: decides, for a client key of any bytes, whether a request
-/// may go ahead. Every algorithm implements it, over any [`Store`](crate::store::Store), and it
-/// is object safe, so a service can hold a `Box<dyn RateLimiter>` chosen by
-/// configuration.
+/// A rate limiter: decides, for a client key of any bytes, whether a
+/// request may go ahead. Every algorithm builds one
+/// ([`SlidingWindow::builder`](crate::SlidingWindow::builder),
+/// [`Gcra::builder`](crate::Gcra::builder), ...; or
+/// [`LimiterSpec::build`]), over any [`Store`](crate::store::Store).
+///
+/// A decision reads the clock, asks the algorithm's engine, which calls
+/// the store, and hands a store failure to the [`FailurePolicy`]:
+///
+/// ```text
+/// check(key) -> decide(key, cost, now) -> Engine::check -> Store
+///                                       \-> FailurePolicy, on a store failure
+/// ```
 ///
 /// ```
 /// use memcache_ratelimit::{MemoryStore, RateLimiter, SlidingWindow};
 /// use std::sync::Arc;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let limiter: Box<dyn RateLimiter> = Box::new(
-///     SlidingWindow::builder("2/second".parse()?, Arc::new(MemoryStore::new())).build()?,
-/// );
+/// let limiter: RateLimiter =
+///     SlidingWindow::builder("2/second".parse()?, Arc::new(MemoryStore::new())).build()?;
 /// assert!(limiter.check(b"alice").await?.is_allowed());
 /// assert!(limiter.check_n(b"alice", 1).await?.is_allowed());
+/// assert!(limiter.check(b"alice").await?.is_denied());
 /// limiter.reset(b"alice").await?;
+/// assert_eq!(limiter.stats().decisions(), 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[async_trait]
-pub trait RateLimiter: Send + Sync {
-    /// The quota this limiter enforces.
-    fn quota(&self) -> Quota;
+#[derive(Debug)]
+pub struct RateLimiter {
+    spec: LimiterSpec,
+    engine: Engine,
+    failures: Failures,
+    repairs: Arc<Repairs>,
+}
 
-    /// The clock [`check`](Self::check) and [`check_n`](Self::check_n) read.
-    fn clock(&self) -> &dyn Clock;
-
+impl RateLimiter {
     /// Decides one request of cost 1 from client `key`, now.
-    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
-        self.check_at(key, 1, self.clock().now()).await
+    pub async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+        self.decide(key, 1, self.now()?).await
     }
 
     /// Decides one request of `cost` units from client `key`, now. A cost
     /// of 0 is [`Error::ZeroCost`]; a cost above what the limiter can ever
     /// hold is [`Error::CostExceedsLimit`].
-    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
-        self.check_at(key, cost, self.clock().now()).await
+    pub async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        self.decide(key, cost, self.now()?).await
     }
 
     /// Decides one request of `cost` units from client `key` as if it
@@ -85,208 +115,179 @@ pub trait RateLimiter: Send + Sync {
     /// key has seen is decided as of that newest time (see each algorithm's
     /// documentation), so replaying out of order can never earn quota from
     /// the past.
-    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error>;
-
-    /// Forgets everything counted for client `key`.
-    async fn reset(&self, key: &[u8]) -> Result<(), Error>;
-
-    /// The quota client `key` is held to: [`quota`](Self::quota), unless
-    /// the limiter picks quotas per client
-    /// ([`DynamicLimiter`](crate::DynamicLimiter)).
-    fn quota_for(&self, key: &[u8]) -> Quota {
-        let _ = key;
-        self.quota()
+    pub async fn check_at(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Result<Decision, Error> {
+        self.decide(key, cost, unix_nanos(at)?).await
     }
 
-    /// What this limiter has decided since it was built; see
-    /// [`LimiterStats`].
-    fn stats(&self) -> LimiterStats;
+    /// Reserves a slot for a request of `cost` that may wait up to
+    /// `max_delay`, without waiting: GCRA's delay mode, the leaky bucket as
+    /// a queue (see [`Gcra`](crate::Gcra)). An allowed reservation is
+    /// already counted: act after [`Reservation::delay`]. The other
+    /// algorithms never queue: their reservation is the decision of
+    /// [`check_n`](Self::check_n), with no delay. A decision made under the
+    /// failure policy has no delay either.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Gcra, ManualClock, MemoryStore};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let clock = ManualClock::from_unix_secs(1_800_000_000);
+    /// let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+    /// let gcra = Gcra::builder("10/second".parse()?, store).burst(1).clock(clock).build()?;
+    /// assert!(gcra.check(b"alice").await?.is_allowed());
+    /// let slot = gcra.reserve(b"alice", 1, Duration::from_millis(250)).await?;
+    /// assert!(slot.decision().is_allowed());
+    /// assert_eq!(slot.delay(), Duration::from_millis(100));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn reserve(
+        &self,
+        key: &[u8],
+        cost: u64,
+        max_delay: Duration,
+    ) -> Result<Reservation, Error> {
+        let now = self.now()?;
+        match self.engine.reserve(key, cost, now, max_delay).await {
+            Ok((decision, delay)) => Ok(Reservation::new(decision, delay)),
+            Err(error) => {
+                let decision = self
+                    .failures
+                    .decide(Err(error), self.spec.quota, key, cost, now)
+                    .await?;
+                Ok(Reservation::new(decision, Duration::ZERO))
+            }
+        }
+    }
+
+    /// Waits until a request of `cost` may go ahead, if that is within
+    /// `max_delay`; otherwise returns the denial at once (see
+    /// [`reserve`](Self::reserve)). Waiting uses tokio's timer.
+    pub async fn until_ready(
+        &self,
+        key: &[u8],
+        cost: u64,
+        max_delay: Duration,
+    ) -> Result<Decision, Error> {
+        let reservation = self.reserve(key, cost, max_delay).await?;
+        if reservation.decision().is_allowed() && !reservation.delay().is_zero() {
+            tokio::time::sleep(reservation.delay()).await;
+        }
+        Ok(reservation.decision())
+    }
+
+    /// Forgets everything counted for client `key`.
+    pub async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.failures.reset(key).await;
+        self.engine.reset(key, self.now()?).await
+    }
 
     /// What the store holds for client `key` now, read without counting
     /// anything: its keys and values and, for the window algorithms, the
     /// estimate; see [`Inspection`]. For operators.
-    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error>;
-}
+    pub async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+        self.engine.inspect(key, self.now()?).await
+    }
 
-/// A boxed or shared limiter is a limiter, so decorators such as
-/// [`DenyCache`](crate::DenyCache) can wrap one chosen at run time. Every
-/// method goes to the limiter's own, so its shortcuts are kept.
-macro_rules! forward_rate_limiter {
-    ($($wrapper:ident),*) => {$(
-        #[async_trait]
-        impl<L: RateLimiter + ?Sized> RateLimiter for $wrapper<L> {
-            fn quota(&self) -> Quota {
-                (**self).quota()
-            }
+    /// The store keys a decision for `client` at `at` reads: a window's
+    /// buckets, the current one first, then each older one; or the one key
+    /// of a compare-and-swap algorithm's state.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Gcra, MemoryStore, SlidingWindow};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let at = "2026-11-22T01:07:30Z".parse()?;
+    /// let window = SlidingWindow::builder("5/minute".parse()?, store.clone()).sub_windows(2).build()?;
+    /// let keys = window.keys_at(b"alice", at)?;
+    /// assert_eq!(keys.len(), 3);
+    /// let gcra = Gcra::builder("5/second".parse()?, store).build()?;
+    /// assert!(gcra.keys_at(b"alice", at)?[0].starts_with(b"rl:alice_"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
+        Ok(self.engine.keys(client, unix_nanos(at)?))
+    }
 
-            fn clock(&self) -> &dyn Clock {
-                (**self).clock()
-            }
+    /// What this limiter was built from: its algorithm, quota and settings.
+    pub fn spec(&self) -> &LimiterSpec {
+        &self.spec
+    }
 
-            async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
-                (**self).check(key).await
-            }
+    /// The quota this limiter enforces.
+    pub fn quota(&self) -> Quota {
+        self.spec.quota
+    }
 
-            async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
-                (**self).check_n(key, cost).await
-            }
+    /// The clock [`check`](Self::check) and [`check_n`](Self::check_n) read.
+    pub fn clock(&self) -> &dyn Clock {
+        self.spec.clock.as_ref()
+    }
 
-            async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
-                (**self).check_at(key, cost, at).await
-            }
-
-            async fn reset(&self, key: &[u8]) -> Result<(), Error> {
-                (**self).reset(key).await
-            }
-
-            fn quota_for(&self, key: &[u8]) -> Quota {
-                (**self).quota_for(key)
-            }
-
-            fn stats(&self) -> LimiterStats {
-                (**self).stats()
-            }
-
-            async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
-                (**self).inspect(key).await
-            }
+    /// What this limiter has decided since it was built; see
+    /// [`LimiterStats`].
+    pub fn stats(&self) -> LimiterStats {
+        let (allowed, denied, errors) = self.failures.outcomes();
+        LimiterStats {
+            allowed,
+            denied,
+            errors,
+            cas_retries: self.engine.cas_stats().retries,
+            failures: self.failures.stats(self.repairs.count()),
         }
-    )*};
-}
+    }
 
-forward_rate_limiter!(Box, Arc);
+    /// Retries, conflicts and give-ups of the compare-and-swap loop; all
+    /// zero for the window algorithms, which never compare and swap.
+    pub fn cas_stats(&self) -> CasStats {
+        self.engine.cas_stats()
+    }
 
-/// Implements [`RateLimiter`] for a public algorithm type by handing every
-/// call to its `inner` engine, with the failure policy applied. `check`
-/// and `check_n` do what the trait's defaults do, but call the engine
-/// directly (through the defaults, `check_at` would be one more boxed
-/// future per decision), and read the clock as nanoseconds, which is what
-/// the engines compute with, rather than building a `DateTime` to take
-/// apart again.
-macro_rules! delegate_rate_limiter {
-    ($ty:ty, $name:literal) => {
-        impl $ty {
-            /// The store failures this limiter absorbed under its
-            /// [`FailurePolicy`](crate::FailurePolicy), since it was built.
-            pub fn failure_stats(&self) -> $crate::FailureStats {
-                self.inner.settings.failures.stats()
-            }
-
-            /// The engine's decision at `now` (unix nanoseconds), or the
-            /// failure policy's in its place.
-            async fn decide(
-                &self,
-                key: &[u8],
-                cost: u64,
-                now: i64,
-            ) -> Result<$crate::Decision, $crate::Error> {
-                use tracing::Instrument;
-                let settings = &self.inner.settings;
-                let span = tracing::debug_span!(
-                    "rate_limit",
-                    algorithm = $name,
-                    client = %$crate::key::Printable(key),
-                    cost,
-                );
-                async {
-                    let outcome = self.inner.check_nanos(key, cost, now).await;
-                    let outcome = settings
-                        .failures
-                        .decide(outcome, settings.quota, key, cost, now)
-                        .await;
-                    match &outcome {
-                        Ok(decision) => tracing::trace!(
-                            allowed = decision.is_allowed(),
-                            remaining = decision.remaining(),
-                            under_failure = decision.under_failure(),
-                            "decided"
-                        ),
-                        Err(error) => tracing::debug!(%error, "no decision"),
-                    }
-                    outcome
-                }
-                .instrument(span)
-                .await
-            }
+    /// The clock's time in unix nanoseconds, or the error for a clock that
+    /// reads a time beyond what they can hold.
+    fn now(&self) -> Result<i64, Error> {
+        let clock = &self.spec.clock;
+        match clock.unix_nanos() {
+            Some(now) => Ok(now),
+            None => unix_nanos(clock.now()),
         }
+    }
 
-        #[async_trait::async_trait]
-        impl $crate::RateLimiter for $ty {
-            fn quota(&self) -> $crate::Quota {
-                self.inner.settings.quota
+    /// The engine's decision at `now` (unix nanoseconds), or the failure
+    /// policy's in its place, in a `tracing` span.
+    pub(crate) async fn decide(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
+        let span = tracing::debug_span!(
+            "rate_limit",
+            algorithm = self.spec.algorithm.name(),
+            client = %Printable(key),
+            cost,
+        );
+        async {
+            let outcome = self.engine.check(key, cost, now).await;
+            let outcome = self
+                .failures
+                .decide(outcome, self.spec.quota, key, cost, now)
+                .await;
+            match &outcome {
+                Ok(decision) => tracing::trace!(
+                    allowed = decision.is_allowed(),
+                    remaining = decision.remaining(),
+                    under_failure = decision.under_failure(),
+                    "decided"
+                ),
+                Err(error) => tracing::debug!(%error, "no decision"),
             }
-
-            fn clock(&self) -> &dyn $crate::Clock {
-                self.inner.settings.clock.as_ref()
-            }
-
-            async fn check(&self, key: &[u8]) -> Result<$crate::Decision, $crate::Error> {
-                self.decide(key, 1, self.inner.settings.now()?).await
-            }
-
-            async fn check_n(
-                &self,
-                key: &[u8],
-                cost: u64,
-            ) -> Result<$crate::Decision, $crate::Error> {
-                self.decide(key, cost, self.inner.settings.now()?).await
-            }
-
-            async fn check_at(
-                &self,
-                key: &[u8],
-                cost: u64,
-                at: chrono::DateTime<chrono::Utc>,
-            ) -> Result<$crate::Decision, $crate::Error> {
-                self.decide(key, cost, $crate::limiter::unix_nanos(at)?)
-                    .await
-            }
-
-            async fn reset(&self, key: &[u8]) -> Result<(), $crate::Error> {
-                self.inner.settings.failures.reset(key).await;
-                self.inner.reset(key).await
-            }
-
-            async fn inspect(
-                &self,
-                key: &[u8],
-            ) -> Result<$crate::Inspection, $crate::Error> {
-                self.inner.inspect(key, self.inner.settings.now()?).await
-            }
-
-            fn stats(&self) -> $crate::LimiterStats {
-                let failures = &self.inner.settings.failures;
-                let (allowed, denied, errors) = failures.outcomes();
-                $crate::LimiterStats {
-                    allowed,
-                    denied,
-                    errors,
-                    cas_retries: self.inner.cas_retries(),
-                    failures: failures.stats(),
-                }
-            }
+            outcome
         }
-    };
+        .instrument(span)
+        .await
+    }
 }
-pub(crate) use delegate_rate_limiter;
-
-/// What happens to the cost of a denied request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum DeniedRequests {
-    /// Denied requests do not consume quota: their cost is given back with a
-    /// decrement right after the decision. A client that keeps retrying
-    /// while it is denied gets through again as soon as its earlier traffic
-    /// slides out of the window. The refund is a second round trip, paid
-    /// only by denied requests.
-    #[default]
-    Refunded,
-    /// Denied requests count like allowed ones ("strict mode"): a client
-    /// that keeps sending while it is denied stays denied until it slows
-    /// down below the limit. Costs one round trip per decision, allowed or
-    /// not.
-    Counted,
-}
-
-pub(crate) use self::builder::other_algorithm;
-pub use self::builder::{CasAlgorithm, LimiterBuilder};
-pub(crate) use self::settings::{timeout, Settings};

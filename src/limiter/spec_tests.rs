@@ -4,12 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Algorithm, LimiterSpec};
-use crate::algorithm::{SlidingWindow, MAX_SUB_WINDOWS};
+use super::LimiterSpec;
+use crate::algorithm::{Algorithm, CasPolicy, SlidingWindow, MAX_SUB_WINDOWS};
+use crate::limiter::DeniedRequests;
+use crate::quota::MAX_LIMIT;
 use crate::store::{MemoryStore, Store};
 use crate::{
-    CasPolicy, ConfigError, DeniedRequests, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota,
-    RateLimiter, SlidingLog, TokenBucket, MAX_LIMIT,
+    ConfigError, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota, SlidingLog, TokenBucket,
 };
 
 fn store() -> Arc<dyn Store> {

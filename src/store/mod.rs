@@ -17,7 +17,7 @@
 //!
 //! - **Keys** are 1 to 250 bytes with no whitespace or control bytes
 //!   ([`is_valid_key`](crate::key::is_valid_key)); anything else is an
-//!   [`InvalidKey`](crate::StoreErrorKind::InvalidKey) error. Keys built by
+//!   [`InvalidKey`](crate::store::StoreErrorKind::InvalidKey) error. Keys built by
 //!   [`KeySpace`](crate::KeySpace) always qualify.
 //! - **Expiry** is set when an item is created and never extended:
 //!   incrementing or decrementing a counter keeps its expiry, and only a
@@ -28,8 +28,8 @@
 //!   `1000/31d` depend on it).
 //! - **Counters** are unsigned 64-bit decimals. An increment wraps at 2^64,
 //!   a decrement stops at 0. Incrementing a value that is not a number is a
-//!   [`Rejected`](crate::StoreErrorKind::Rejected) error and reading it as
-//!   a counter is [`NotACounter`](crate::StoreErrorKind::NotACounter).
+//!   [`Rejected`](crate::store::StoreErrorKind::Rejected) error and reading it as
+//!   a counter is [`NotACounter`](crate::store::StoreErrorKind::NotACounter).
 //! - **Versions** change on every write, counters included.
 //! - **Routing**: a store spread over several servers places a key by its
 //!   [`routing_prefix`](crate::key::routing_prefix), so all the keys of one
@@ -51,6 +51,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 
+pub use crate::error::StoreErrorKind;
 pub use counting::{CountingStore, StoreCalls};
 pub use immediate::{ImmediateStore, UpdateStep};
 #[cfg(feature = "config")]
@@ -165,7 +166,7 @@ pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
         Ok(())
     } else {
         Err(StoreError::new(
-            crate::StoreErrorKind::InvalidKey,
+            crate::store::StoreErrorKind::InvalidKey,
             format!(
                 "{} is not a memcached key (1 to 250 bytes, no whitespace or control bytes)",
                 String::from_utf8_lossy(&key[..key.len().min(60)]).escape_debug()
@@ -177,7 +178,7 @@ pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
 pub(crate) fn check_value(value: &[u8]) -> Result<(), StoreError> {
     if value.is_empty() {
         return Err(StoreError::new(
-            crate::StoreErrorKind::Rejected,
+            crate::store::StoreErrorKind::Rejected,
             "empty values are not stored",
         ));
     }
@@ -192,7 +193,7 @@ pub(crate) fn parse_counter(key: &[u8], bytes: &[u8]) -> Result<u64, StoreError>
         .and_then(|text| text.trim().parse::<u64>().ok())
         .ok_or_else(|| {
             StoreError::new(
-                crate::StoreErrorKind::NotACounter,
+                crate::store::StoreErrorKind::NotACounter,
                 format!(
                     "{} holds {:?}, not a counter",
                     String::from_utf8_lossy(key),

@@ -75,10 +75,10 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::core::Ask;
+use crate::algorithm::settings::timeout;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::key::KeyHasher;
-use crate::limiter::timeout;
 
 /// The most requests decided in one group: one read, up to this many
 /// decisions, one write. More waiting requests go to the next group.

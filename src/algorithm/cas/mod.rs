@@ -21,9 +21,14 @@ mod stats;
 mod tests;
 mod token_bucket;
 
+pub(crate) use self::gcra::{gcra, GcraCore};
 pub use self::gcra::{Gcra, Reservation};
 pub use self::hybrid_quota::HybridQuota;
+pub(crate) use self::hybrid_quota::{hybrid_quota, HybridQuotaCore};
+pub(crate) use self::optimistic::CasLimiter;
 pub use self::policy::CasPolicy;
+pub(crate) use self::sliding_log::{sliding_log, SlidingLogCore};
 pub use self::sliding_log::{SlidingLog, MAX_LOG_LIMIT};
 pub use self::stats::CasStats;
 pub use self::token_bucket::TokenBucket;
+pub(crate) use self::token_bucket::{token_bucket, TokenBucketCore};

@@ -30,11 +30,11 @@ use super::stats::{
     CasStats, Counters, ATTEMPTS, COMBINED, CONFLICTS, DECISIONS, EXHAUSTED, REPLACED, RETRIES,
 };
 use crate::algorithm::inspect::{InspectedKey, Inspection};
+use crate::algorithm::repairs::Repairs;
+use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::KeyBuf;
-use crate::limiter::failure::Failures;
-use crate::limiter::{DeniedRequests, Settings};
 use crate::store::{ImmediateStore, PutCondition, PutOutcome, Store};
 
 /// Everything a group's task needs, shared with the limiter.
@@ -50,7 +50,7 @@ pub(super) struct Engine<C> {
     /// this process's clock a legitimate writer's may be.
     pub(super) skew: i64,
     /// Where repaired states are counted and reported.
-    pub(super) failures: Arc<Failures>,
+    pub(super) repairs: Arc<Repairs>,
     pub(super) counters: Counters,
     pub(super) combiner: Combiner,
 }
@@ -72,7 +72,7 @@ impl<C: CasCore> CasLimiter<C> {
             policy,
             slack: settings.expiry_slack(),
             skew: i64::try_from(settings.max_clock_skew.as_nanos()).unwrap_or(i64::MAX),
-            failures: settings.failures.clone(),
+            repairs: settings.repairs.clone(),
             counters: Counters::default(),
             combiner: Combiner::new(settings.deadline),
         });
@@ -81,11 +81,6 @@ impl<C: CasCore> CasLimiter<C> {
             core,
             engine,
         }
-    }
-
-    /// Attempts made again after a conflict.
-    pub(crate) fn cas_retries(&self) -> u64 {
-        self.stats().retries
     }
 
     pub(crate) fn stats(&self) -> CasStats {
@@ -150,7 +145,7 @@ impl<C: CasCore> CasLimiter<C> {
     }
 
     /// `client`'s state as stored, read without counting.
-    pub(crate) async fn inspect(&self, client: &[u8], _now: i64) -> Result<Inspection, Error> {
+    pub(crate) async fn inspect(&self, client: &[u8]) -> Result<Inspection, Error> {
         let key = self.key(client);
         let stored = self
             .settings
@@ -217,18 +212,18 @@ impl<C: CasCore> Engine<C> {
     /// algorithm's state give no state (a fresh client), counted in
     /// [`CasStats::replaced`]; a state beyond what any writer could have
     /// stored is clamped back to that horizon. Either way the repair is
-    /// counted in [`FailureStats::repaired`](crate::FailureStats) and
+    /// counted in [`FailureStats::repaired`](crate::limiter::FailureStats) and
     /// reported, and the decision writes the repaired state.
     pub(super) fn read(&self, key: &[u8], bytes: &[u8], now: i64) -> (Option<C::State>, bool) {
         let Some(mut state) = self.core.decode(bytes) else {
             self.counters.bump(REPLACED);
-            self.failures
-                .repaired_state(key, bytes, "not this limiter's state; replaced");
+            self.repairs
+                .state_repaired(key, bytes, "not this limiter's state; replaced");
             return (None, true);
         };
         if self.core.repair(&mut state, now, self.skew) {
-            self.failures
-                .repaired_state(key, bytes, "beyond the policy's horizon; clamped to it");
+            self.repairs
+                .state_repaired(key, bytes, "beyond the policy's horizon; clamped to it");
             return (Some(state), true);
         }
         (Some(state), false)

@@ -7,6 +7,7 @@ use super::combining::Answer;
 use super::core::*;
 use super::optimistic::*;
 use super::policy::*;
+use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::{Error, StoreError};
 use crate::store::{PutCondition, PutOutcome, Store};
@@ -119,11 +120,15 @@ impl Store for Waiting {
 }
 
 fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
-    // Through the builder, so the test follows whatever settings exist.
-    let settings = crate::TokenBucket::builder("10/minute".parse().unwrap(), store)
-        .deadline(Duration::from_secs(10))
-        .into_settings()
-        .unwrap();
+    let settings = Settings {
+        quota: "10/minute".parse().unwrap(),
+        store,
+        keys: crate::key::KeySpace::default(),
+        deadline: Duration::from_secs(10),
+        denied: DeniedRequests::Refunded,
+        max_clock_skew: Duration::from_secs(1),
+        repairs: Arc::default(),
+    };
     Arc::new(CasLimiter::new(
         settings,
         Count { limit },
@@ -263,7 +268,7 @@ async fn an_immediate_store_is_decided_in_one_atomic_step() {
         ),
         (6, 6, 0, 1)
     );
-    assert_eq!(limiter.settings.failures.stats().repaired, 1);
+    assert_eq!(limiter.settings.repairs.count(), 1);
     // A count beyond what the core allows is clamped, counted, and
     // written back even though the denial changes nothing else.
     store
@@ -273,5 +278,5 @@ async fn an_immediate_store_is_decided_in_one_atomic_step() {
     let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
     assert!(decision.is_denied());
     assert_eq!(store.get(&key).await.unwrap().unwrap().value, b"10");
-    assert_eq!(limiter.settings.failures.stats().repaired, 2);
+    assert_eq!(limiter.settings.repairs.count(), 2);
 }

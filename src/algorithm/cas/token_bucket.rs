@@ -1,17 +1,11 @@
 //! Token bucket, by optimistic compare-and-swap.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
-use super::optimistic::CasLimiter;
-use super::stats::CasStats;
 use crate::decision::Decision;
 use crate::error::ConfigError;
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::store::Store;
 
 /// Slack for float comparisons of token counts.
 const EPSILON: f64 = 1e-9;
@@ -81,65 +75,25 @@ const EPSILON: f64 = 1e-9;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct TokenBucket {
-    inner: CasLimiter<TokenBucketCore>,
+///
+/// A type only names the algorithm: `TokenBucket::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum TokenBucket {}
+
+/// The token bucket's core: `capacity` tokens (the quota's limit if
+/// `None`) refilled at `quota`'s rate.
+pub(crate) fn token_bucket(
+    capacity: Option<u64>,
+    quota: Quota,
+) -> Result<TokenBucketCore, ConfigError> {
+    let capacity = capacity.unwrap_or(quota.limit());
+    if capacity == 0 {
+        return Err(ConfigError::new("capacity", "must be at least 1"));
+    }
+    Ok(TokenBucketCore::new(capacity, quota))
 }
-
-impl TokenBucket {
-    /// Starts building a token bucket that refills at `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<TokenBucket> {
-        LimiterBuilder::from_spec(
-            LimiterSpec::new(Algorithm::TokenBucket { capacity: None }, quota),
-            store,
-        )
-    }
-
-    /// The most tokens the bucket holds.
-    pub fn capacity(&self) -> u64 {
-        self.inner.core.capacity
-    }
-
-    /// The key holding `client`'s bucket.
-    pub fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.inner.key(client)
-    }
-
-    /// Retries, conflicts and give-ups of the compare-and-swap loop.
-    pub fn cas_stats(&self) -> CasStats {
-        self.inner.stats()
-    }
-}
-
-impl LimiterBuilder<TokenBucket> {
-    /// The most tokens the bucket holds (default: the quota's limit). A
-    /// request may cost at most this much.
-    pub fn capacity(mut self, tokens: u64) -> Self {
-        self.spec = self.spec.with_algorithm(Algorithm::TokenBucket {
-            capacity: Some(tokens),
-        });
-        self
-    }
-
-    /// Validates the settings and builds the limiter.
-    pub fn build(self) -> Result<TokenBucket, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        let Algorithm::TokenBucket { capacity } = spec.algorithm else {
-            return Err(other_algorithm(&spec, "token bucket"));
-        };
-        let quota = settings.quota;
-        let capacity = capacity.unwrap_or(quota.limit());
-        if capacity == 0 {
-            return Err(ConfigError::new("capacity", "must be at least 1"));
-        }
-        let core = TokenBucketCore::new(capacity, quota);
-        Ok(TokenBucket {
-            inner: CasLimiter::new(settings, core, spec.cas),
-        })
-    }
-}
-
-delegate_rate_limiter!(TokenBucket, "token_bucket");
 
 /// The arithmetic: a bucket of `capacity` tokens refilled at `rate` tokens
 /// per nanosecond.

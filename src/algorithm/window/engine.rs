@@ -5,19 +5,18 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 
-use super::buckets::{unix_nanos, Buckets};
+use super::buckets::Buckets;
 use super::math::{admits, verdict, Position};
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
 use crate::algorithm::inspect::{InspectedKey, Inspection};
+use crate::algorithm::settings::{timeout, DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::StoreError;
 use crate::key::{ClientKey, KeyBuf};
-use crate::limiter::{timeout, DeniedRequests, Settings};
 use crate::store::{parse_counter, ImmediateStore, PutCondition};
 
 /// How a decision calls its store.
@@ -54,8 +53,8 @@ impl WindowCounter {
             .collect()
     }
 
-    pub(crate) fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
-        Ok(self.keys(&self.settings.keys.client(client), unix_nanos(at)?))
+    pub(crate) fn keys_at(&self, client: &[u8], now_nanos: i64) -> Vec<Vec<u8>> {
+        self.keys(&self.settings.keys.client(client), now_nanos)
     }
 
     /// `client`'s counters at `now_nanos` and the estimate they add up to,
@@ -213,7 +212,7 @@ impl WindowCounter {
     /// that wraps it tries again.
     async fn repair_wrap(&self, call: Call<'_>, key: &[u8], value: u64, ttl: Duration) {
         let settings = &self.settings;
-        settings.failures.wrapped(key, value);
+        settings.repairs.counter_wrapped(key, value);
         let limit = settings.quota.limit();
         let store = settings.store.as_ref();
         let work = async {
@@ -244,16 +243,11 @@ impl WindowCounter {
         }
     }
 
-    /// Compare-and-swap retries: the windows never compare and swap.
-    pub(crate) fn cas_retries(&self) -> u64 {
-        0
-    }
-
-    pub(crate) async fn reset(&self, client: &[u8]) -> Result<(), Error> {
+    pub(crate) async fn reset(&self, client: &[u8], now_nanos: i64) -> Result<(), Error> {
         let settings = &self.settings;
         let client = settings.keys.client(client);
         // Every bucket the estimate reads right now.
-        let keys = self.keys(&client, settings.now()?);
+        let keys = self.keys(&client, now_nanos);
         if let Some(cache) = &self.sealed {
             cache.remove(client.as_str().as_bytes());
         }

@@ -1,16 +1,9 @@
 //! Fixed window: one counter per client per calendar window.
 
-use std::sync::Arc;
-
-use chrono::{DateTime, Utc};
-
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
-use crate::error::{ConfigError, Error};
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
-use crate::quota::Quota;
-use crate::store::Store;
+use crate::algorithm::settings::Settings;
+use crate::error::ConfigError;
 
 /// The fixed window: one counter per client per window, such as
 /// `rl:alice_202611220107` for the minute starting 01:07 UTC, incremented
@@ -42,39 +35,22 @@ use crate::store::Store;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct FixedWindow {
-    inner: WindowCounter,
-}
+///
+/// A type only names the algorithm: `FixedWindow::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum FixedWindow {}
 
-impl FixedWindow {
-    /// Starts building a fixed window enforcing `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindow> {
-        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::FixedWindow, quota), store)
-    }
-
-    /// The key of `client`'s window at `at`.
-    pub fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
-        self.inner.keys_at(client, at)
-    }
-}
-
-impl LimiterBuilder<FixedWindow> {
-    /// Validates the settings and builds the limiter.
-    pub fn build(self) -> Result<FixedWindow, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        if spec.algorithm != Algorithm::FixedWindow {
-            return Err(other_algorithm(&spec, "fixed window"));
-        }
+impl WindowCounter {
+    /// The fixed window's engine: one bucket per period, none read before
+    /// it.
+    pub(crate) fn fixed(settings: Settings) -> Result<Self, ConfigError> {
         let buckets = Buckets::new(settings.quota.period(), 1, 0)?;
-        Ok(FixedWindow {
-            inner: WindowCounter {
-                settings,
-                buckets,
-                sealed: None,
-            },
+        Ok(WindowCounter {
+            settings,
+            buckets,
+            sealed: None,
         })
     }
 }
-
-delegate_rate_limiter!(FixedWindow, "fixed_window");

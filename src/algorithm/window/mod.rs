@@ -9,7 +9,7 @@
 //! - [`buckets`]: time to bucket indices and key suffixes;
 //! - [`sealed`]: the cache of buckets that can no longer change.
 
-pub(crate) mod buckets;
+mod buckets;
 mod engine;
 mod fixed;
 mod math;
@@ -17,5 +17,7 @@ mod repair;
 mod sealed;
 mod sliding;
 
+pub(crate) use self::buckets::unix_nanos;
+pub(crate) use self::engine::WindowCounter;
 pub use self::fixed::FixedWindow;
 pub use self::sliding::{SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use crate::algorithm::settings::Settings;
 use crate::error::{Error, StoreError, StoreErrorKind};
-use crate::limiter::Settings;
 use crate::store::{parse_counter, Counters, PutCondition};
 
 /// Whether `error` says a counter of the call holds something else: the
@@ -56,7 +56,7 @@ pub(crate) async fn repair(
             store
                 .put(key, b"0", ttl, PutCondition::Version(held.version))
                 .await?;
-            settings.failures.repaired(key, &held.value);
+            settings.repairs.counter_reset(key, &held.value);
         }
         if refused {
             return store.increment(current, cost, ttl, reads).await;

@@ -1,17 +1,10 @@
 //! The approximated sliding window.
 
-use std::sync::Arc;
-
-use chrono::{DateTime, Utc};
-
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
 use super::sealed::SealedCache;
-use crate::error::{ConfigError, Error};
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
-use crate::quota::Quota;
-use crate::store::Store;
+use crate::algorithm::settings::Settings;
+use crate::error::ConfigError;
 
 /// The most sub-windows a sliding window accepts.
 pub const MAX_SUB_WINDOWS: u32 = 600;
@@ -69,76 +62,27 @@ pub const MAX_SUB_WINDOWS: u32 = 600;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct SlidingWindow {
-    inner: WindowCounter,
-}
+///
+/// A type only names the algorithm: `SlidingWindow::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum SlidingWindow {}
 
 /// How many sealed buckets a sliding window keeps by default, as whole
 /// clients of `n` buckets each: 65,536 clients with one sub-window, 1,092
 /// with 60. A service with more active clients per process sets
-/// [`sealed_cache`](LimiterBuilder::sealed_cache) to clients × `n`.
+/// [`sealed_cache`](crate::LimiterBuilder::sealed_cache) to clients × `n`.
 pub const DEFAULT_SEALED_CACHE: usize = 65_536;
 
-impl SlidingWindow {
-    /// Starts building a sliding window enforcing `quota` on `store`.
-    /// It starts with one sub-window.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindow> {
-        LimiterBuilder::from_spec(
-            LimiterSpec::new(Algorithm::SlidingWindow { sub_windows: 1 }, quota),
-            store,
-        )
-    }
-
-    /// The number of sub-windows the period is split into.
-    pub fn sub_windows(&self) -> u32 {
-        self.inner.buckets.history()
-    }
-
-    /// The keys read for `client` at `at`: the current sub-window first,
-    /// then each older one.
-    pub fn keys_at(&self, client: &[u8], at: DateTime<Utc>) -> Result<Vec<Vec<u8>>, Error> {
-        self.inner.keys_at(client, at)
-    }
-}
-
-impl LimiterBuilder<SlidingWindow> {
-    /// Splits the period into `n` sub-windows (default 1). `n` must divide
-    /// the period into whole milliseconds and be at most
-    /// [`MAX_SUB_WINDOWS`].
-    pub fn sub_windows(mut self, n: u32) -> Self {
-        self.spec = self
-            .spec
-            .with_algorithm(Algorithm::SlidingWindow { sub_windows: n });
-        self
-    }
-
-    /// How many sealed buckets to keep in process (default
-    /// [`DEFAULT_SEALED_CACHE`]; 0 turns the cache off). A bucket is sealed
-    /// once it closed longer ago than the allowed clock skew
-    /// ([`max_clock_skew`](LimiterBuilder::max_clock_skew)) plus the
-    /// deadline: no process can change it any more, so its count is read
-    /// once per client and kept until no decision reads it. In steady
-    /// state a decision is then one increment, whatever `n` is. The cache
-    /// is kept per client, `n` buckets each, so it holds
-    /// `max(1, buckets / n)` clients; each takes about `16·n + 80` bytes
-    /// plus its key. With more active clients than that, the clients that
-    /// do not fit read their sealed buckets again each time: size it to
-    /// the clients one process sees within a window. The cache assumes time
-    /// moves forward: replaying events out of order with
-    /// [`check_at`](crate::RateLimiter::check_at) wants it off.
-    pub fn sealed_cache(mut self, buckets: usize) -> Self {
-        self.spec = self.spec.sealed_cache(buckets);
-        self
-    }
-
-    /// Validates the settings and builds the limiter.
-    pub fn build(self) -> Result<SlidingWindow, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        let n = spec
-            .algorithm
-            .sub_windows()
-            .ok_or_else(|| other_algorithm(&spec, "sliding window"))?;
+impl WindowCounter {
+    /// The sliding window's engine: `n` sub-windows, with a cache of
+    /// `sealed_cache` sealed buckets (none for 0).
+    pub(crate) fn sliding(
+        settings: Settings,
+        n: u32,
+        sealed_cache: usize,
+    ) -> Result<Self, ConfigError> {
         if n > MAX_SUB_WINDOWS {
             return Err(ConfigError::new(
                 "sub_windows",
@@ -146,15 +90,11 @@ impl LimiterBuilder<SlidingWindow> {
             ));
         }
         let buckets = Buckets::new(settings.quota.period(), n, n)?;
-        let sealed = (spec.sealed_cache > 0).then(|| SealedCache::new(spec.sealed_cache, n));
-        Ok(SlidingWindow {
-            inner: WindowCounter {
-                settings,
-                buckets,
-                sealed,
-            },
+        let sealed = (sealed_cache > 0).then(|| SealedCache::new(sealed_cache, n));
+        Ok(WindowCounter {
+            settings,
+            buckets,
+            sealed,
         })
     }
 }
-
-delegate_rate_limiter!(SlidingWindow, "sliding_window");

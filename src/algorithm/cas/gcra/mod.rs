@@ -5,18 +5,12 @@ mod core;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use self::core::GcraCore;
-use crate::algorithm::cas::optimistic::CasLimiter;
-use crate::algorithm::cas::stats::CasStats;
+pub(crate) use self::core::GcraCore;
 use crate::decision::Decision;
-use crate::error::{ConfigError, Error};
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
+use crate::error::ConfigError;
 use crate::quota::Quota;
-use crate::store::Store;
 
 /// GCRA (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>, "the case for GCRA").
 ///
@@ -36,8 +30,8 @@ use crate::store::Store;
 /// `1/limit` nanoseconds, so no rounding accumulates. It uses the same
 /// optimistic compare-and-swap loop as the token bucket.
 ///
-/// **Delay mode, the leaky bucket as a queue**: [`Gcra::until_ready`] and
-/// [`Gcra::reserve`] accept a request that does not fit yet if it will fit
+/// **Delay mode, the leaky bucket as a queue**: [`RateLimiter::until_ready`](crate::RateLimiter::until_ready) and
+/// [`RateLimiter::reserve`](crate::RateLimiter::reserve) accept a request that does not fit yet if it will fit
 /// within `max_delay`: the slot is reserved at once and the caller waits
 /// until it comes, so requests leave at the permitted rate instead of being
 /// turned away. A request that would have to wait longer than `max_delay`
@@ -81,10 +75,12 @@ use crate::store::Store;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct Gcra {
-    inner: CasLimiter<GcraCore>,
-}
+///
+/// A type only names the algorithm: `Gcra::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum Gcra {}
 
 /// A request accepted for later, or rejected, in delay mode.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -94,6 +90,10 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    pub(crate) fn new(decision: Decision, delay: Duration) -> Self {
+        Self { decision, delay }
+    }
+
     /// Whether the request got a slot, and the limit's state.
     pub fn decision(&self) -> Decision {
         self.decision
@@ -105,100 +105,12 @@ impl Reservation {
     }
 }
 
-impl Gcra {
-    /// Starts building a GCRA limiter enforcing `quota` on `store`.
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<Gcra> {
-        LimiterBuilder::from_spec(
-            LimiterSpec::new(Algorithm::Gcra { burst: None }, quota),
-            store,
-        )
+/// GCRA's core: a burst of `burst` requests (the quota's limit if
+/// `None`) at `quota`'s rate.
+pub(crate) fn gcra(burst: Option<u64>, quota: Quota) -> Result<GcraCore, ConfigError> {
+    let burst = burst.unwrap_or(quota.limit());
+    if burst == 0 {
+        return Err(ConfigError::new("burst", "must be at least 1"));
     }
-
-    /// The burst: how many requests a quiet client may send at once.
-    pub fn burst(&self) -> u64 {
-        self.inner.core.burst
-    }
-
-    /// The key holding `client`'s theoretical arrival time.
-    pub fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.inner.key(client)
-    }
-
-    /// Retries, conflicts and give-ups of the compare-and-swap loop.
-    pub fn cas_stats(&self) -> CasStats {
-        self.inner.stats()
-    }
-
-    /// Reserves a slot for a request of `cost` that may wait up to
-    /// `max_delay`, without waiting. An allowed reservation is already
-    /// counted: act after [`Reservation::delay`].
-    pub async fn reserve(
-        &self,
-        key: &[u8],
-        cost: u64,
-        max_delay: Duration,
-    ) -> Result<Reservation, Error> {
-        let settings = &self.inner.settings;
-        let now = settings.now()?;
-        match self.inner.step(key, cost, now, max_delay).await {
-            Ok((decision, delay)) => Ok(Reservation { decision, delay }),
-            // The failure policy decides; its decision is immediate, so
-            // there is nothing to wait for.
-            Err(error) => {
-                let decision = settings
-                    .failures
-                    .decide(Err(error), settings.quota, key, cost, now)
-                    .await?;
-                Ok(Reservation {
-                    decision,
-                    delay: Duration::ZERO,
-                })
-            }
-        }
-    }
-
-    /// Waits until a request of `cost` may go ahead, if that is within
-    /// `max_delay`; otherwise returns the denial at once. Waiting uses
-    /// tokio's timer.
-    pub async fn until_ready(
-        &self,
-        key: &[u8],
-        cost: u64,
-        max_delay: Duration,
-    ) -> Result<Decision, Error> {
-        let reservation = self.reserve(key, cost, max_delay).await?;
-        if reservation.decision.is_allowed() && !reservation.delay.is_zero() {
-            tokio::time::sleep(reservation.delay).await;
-        }
-        Ok(reservation.decision)
-    }
+    Ok(GcraCore::new(burst, quota))
 }
-
-impl LimiterBuilder<Gcra> {
-    /// How many requests a quiet client may send at once (default: the
-    /// quota's limit). A request may cost at most this much.
-    pub fn burst(mut self, requests: u64) -> Self {
-        self.spec = self.spec.with_algorithm(Algorithm::Gcra {
-            burst: Some(requests),
-        });
-        self
-    }
-
-    /// Validates the settings and builds the limiter.
-    pub fn build(self) -> Result<Gcra, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        let Algorithm::Gcra { burst } = spec.algorithm else {
-            return Err(other_algorithm(&spec, "GCRA"));
-        };
-        let burst = burst.unwrap_or(settings.quota.limit());
-        if burst == 0 {
-            return Err(ConfigError::new("burst", "must be at least 1"));
-        }
-        let core = GcraCore::new(burst, settings.quota);
-        Ok(Gcra {
-            inner: CasLimiter::new(settings, core, spec.cas),
-        })
-    }
-}
-
-delegate_rate_limiter!(Gcra, "gcra");

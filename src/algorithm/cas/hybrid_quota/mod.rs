@@ -4,16 +4,10 @@ mod core;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use self::core::{HybridQuotaCore, MAX_EXACT_LIMIT};
-use crate::algorithm::cas::optimistic::CasLimiter;
-use crate::algorithm::cas::stats::CasStats;
+pub(crate) use self::core::HybridQuotaCore;
+use self::core::MAX_EXACT_LIMIT;
 use crate::error::ConfigError;
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::store::Store;
 
 /// Tony Finch's hybrid quota (Tony Finch, "hybrid quota-linear rate limiter", 2026, <https://dotat.at/@/2026-01-12-hqlr.html>): low-traffic clients may burst, high-traffic
 /// clients are held to an even rate.
@@ -121,101 +115,21 @@ use crate::store::Store;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct HybridQuota {
-    inner: CasLimiter<HybridQuotaCore>,
+///
+/// A type only names the algorithm: `HybridQuota::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum HybridQuota {}
+
+/// The hybrid quota's core for `quota`.
+pub(crate) fn hybrid_quota(quota: Quota) -> Result<HybridQuotaCore, ConfigError> {
+    let limit = quota.limit();
+    if limit > MAX_EXACT_LIMIT {
+        return Err(ConfigError::new(
+            "limit",
+            format!("{limit} is above the hybrid quota's maximum of 2^53"),
+        ));
+    }
+    Ok(HybridQuotaCore::new(quota))
 }
-
-impl HybridQuota {
-    /// Starts building a hybrid quota enforcing `quota` on `store`.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    ///
-    /// Its own setting is the compare-and-swap policy:
-    ///
-    /// ```
-    /// use memcache_ratelimit::{CasPolicy, HybridQuota, MemoryStore};
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    ///
-    /// let quota = HybridQuota::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
-    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
-    ///     .build()?;
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<HybridQuota> {
-        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::HybridQuota, quota), store)
-    }
-
-    /// The key holding `client`'s state.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// assert!(quota.key(b"alice").starts_with(b"rl:alice_hq-"));
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.inner.key(client)
-    }
-
-    /// Retries, conflicts and give-ups of the compare-and-swap loop.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{HybridQuota, MemoryStore, RateLimiter};
-    /// use std::sync::Arc;
-    ///
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let quota = HybridQuota::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// quota.check(b"alice").await?;
-    /// assert_eq!(quota.cas_stats().attempts, 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
-    /// ```
-    pub fn cas_stats(&self) -> CasStats {
-        self.inner.stats()
-    }
-}
-
-impl LimiterBuilder<HybridQuota> {
-    /// Validates the settings and builds the limiter. A limit above 2^53,
-    /// whose whole token counts a float cannot hold exactly, is rejected
-    /// (field `limit`).
-    ///
-    /// ```
-    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// let store = Arc::new(MemoryStore::new());
-    /// let too_big = format!("{}/second", (1u64 << 53) + 1).parse()?;
-    /// assert_eq!(HybridQuota::builder(too_big, store).build().unwrap_err().field(), "limit");
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<HybridQuota, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        if spec.algorithm != Algorithm::HybridQuota {
-            return Err(other_algorithm(&spec, "hybrid quota"));
-        }
-        let limit = settings.quota.limit();
-        if limit > MAX_EXACT_LIMIT {
-            return Err(ConfigError::new(
-                "limit",
-                format!("{limit} is above the hybrid quota's maximum of 2^53"),
-            ));
-        }
-        let core = HybridQuotaCore::new(settings.quota);
-        Ok(HybridQuota {
-            inner: CasLimiter::new(settings, core, spec.cas),
-        })
-    }
-}
-
-delegate_rate_limiter!(HybridQuota, "hybrid_quota");

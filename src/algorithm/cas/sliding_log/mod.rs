@@ -4,16 +4,9 @@ mod core;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
-use self::core::SlidingLogCore;
-use crate::algorithm::cas::optimistic::CasLimiter;
-use crate::algorithm::cas::stats::CasStats;
+pub(crate) use self::core::SlidingLogCore;
 use crate::error::ConfigError;
-use crate::limiter::spec::{Algorithm, LimiterSpec};
-use crate::limiter::{delegate_rate_limiter, other_algorithm, LimiterBuilder};
 use crate::quota::Quota;
-use crate::store::Store;
 
 /// The largest limit a [`SlidingLog`] accepts: its state holds one
 /// timestamp per admitted cost unit, so the limit bounds the stored value
@@ -99,101 +92,21 @@ const VERSION: u8 = 1;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
-pub struct SlidingLog {
-    inner: CasLimiter<SlidingLogCore>,
+///
+/// A type only names the algorithm: `SlidingLog::builder` starts a
+/// [`LimiterBuilder`](crate::LimiterBuilder) whose `build` gives a
+/// [`RateLimiter`](crate::RateLimiter).
+#[derive(Debug, Clone, Copy)]
+pub enum SlidingLog {}
+
+/// The sliding log's core for `quota`.
+pub(crate) fn sliding_log(quota: Quota) -> Result<SlidingLogCore, ConfigError> {
+    let limit = quota.limit();
+    if limit > MAX_LOG_LIMIT {
+        return Err(ConfigError::new(
+            "limit",
+            format!("{limit} is above the sliding log's maximum of {MAX_LOG_LIMIT}"),
+        ));
+    }
+    Ok(SlidingLogCore::new(quota))
 }
-
-impl SlidingLog {
-    /// Starts building a sliding log enforcing `quota` on `store`.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{MemoryStore, SlidingLog};
-    /// use std::sync::Arc;
-    ///
-    /// let log = SlidingLog::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    ///
-    /// Its own setting is the compare-and-swap policy:
-    ///
-    /// ```
-    /// use memcache_ratelimit::{CasPolicy, SlidingLog, MemoryStore};
-    /// use std::sync::Arc;
-    /// use std::time::Duration;
-    ///
-    /// let log = SlidingLog::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
-    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
-    ///     .build()?;
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingLog> {
-        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::SlidingLog, quota), store)
-    }
-
-    /// The key holding `client`'s log.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{MemoryStore, SlidingLog};
-    /// use std::sync::Arc;
-    ///
-    /// let log = SlidingLog::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// assert!(log.key(b"alice").starts_with(b"rl:alice_log-"));
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.inner.key(client)
-    }
-
-    /// Retries, conflicts and give-ups of the compare-and-swap loop.
-    ///
-    /// ```
-    /// use memcache_ratelimit::{MemoryStore, RateLimiter, SlidingLog};
-    /// use std::sync::Arc;
-    ///
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let log = SlidingLog::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// log.check(b"alice").await?;
-    /// assert_eq!(log.cas_stats().decisions, 1);
-    /// assert_eq!(log.cas_stats().conflicts, 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # }).unwrap();
-    /// ```
-    pub fn cas_stats(&self) -> CasStats {
-        self.inner.stats()
-    }
-}
-
-impl LimiterBuilder<SlidingLog> {
-    /// Validates the settings and builds the limiter. A quota whose limit
-    /// is above [`MAX_LOG_LIMIT`] is rejected (field `limit`).
-    ///
-    /// ```
-    /// use memcache_ratelimit::{MemoryStore, SlidingLog};
-    /// use std::sync::Arc;
-    ///
-    /// let store = Arc::new(MemoryStore::new());
-    /// assert!(SlidingLog::builder("10000/hour".parse()?, store.clone()).build().is_ok());
-    /// assert!(SlidingLog::builder("10001/hour".parse()?, store).build().is_err());
-    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
-    /// ```
-    pub fn build(self) -> Result<SlidingLog, ConfigError> {
-        let (settings, spec) = self.into_parts(Self::build)?;
-        if spec.algorithm != Algorithm::SlidingLog {
-            return Err(other_algorithm(&spec, "sliding log"));
-        }
-        let limit = settings.quota.limit();
-        if limit > MAX_LOG_LIMIT {
-            return Err(ConfigError::new(
-                "limit",
-                format!("{limit} is above the sliding log's maximum of {MAX_LOG_LIMIT}"),
-            ));
-        }
-        let core = SlidingLogCore::new(settings.quota);
-        Ok(SlidingLog {
-            inner: CasLimiter::new(settings, core, spec.cas),
-        })
-    }
-}
-
-delegate_rate_limiter!(SlidingLog, "sliding_log");

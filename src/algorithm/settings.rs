@@ -1,31 +1,47 @@
-//! [`Settings`]: what every limiter shares once built, and the deadline
-//! that bounds each decision.
+//! [`Settings`]: what every algorithm's engine is given once built (the
+//! quota, the store, the keys, the deadline, what a denial costs), and the
+//! deadline that bounds each decision.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use crate::algorithm::window::buckets::unix_nanos;
-use crate::clock::Clock;
+use super::repairs::Repairs;
 use crate::error::Error;
 use crate::key::KeySpace;
-use crate::limiter::failure::Failures;
-use crate::limiter::DeniedRequests;
 use crate::quota::Quota;
 use crate::store::Store;
 
-/// The settings every limiter shares, validated by [`LimiterBuilder`].
+/// What happens to the cost of a denied request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeniedRequests {
+    /// Denied requests do not consume quota: their cost is given back with a
+    /// decrement right after the decision. A client that keeps retrying
+    /// while it is denied gets through again as soon as its earlier traffic
+    /// slides out of the window. The refund is a second round trip, paid
+    /// only by denied requests.
+    #[default]
+    Refunded,
+    /// Denied requests count like allowed ones ("strict mode"): a client
+    /// that keeps sending while it is denied stays denied until it slows
+    /// down below the limit. Costs one round trip per decision, allowed or
+    /// not.
+    Counted,
+}
+
+/// The settings every engine is given, validated by the limiter's
+/// builder.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
     pub(crate) quota: Quota,
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) keys: KeySpace,
     pub(crate) deadline: Duration,
     pub(crate) denied: DeniedRequests,
     pub(crate) max_clock_skew: Duration,
-    pub(crate) failures: Arc<Failures>,
+    /// Where stored values found untrustworthy and repaired are counted.
+    pub(crate) repairs: Arc<Repairs>,
 }
 
 impl Settings {
@@ -35,15 +51,6 @@ impl Settings {
     /// and a decision can land up to its deadline after it was made.
     pub(crate) fn expiry_slack(&self) -> Duration {
         self.max_clock_skew.max(Duration::from_secs(1)) + self.deadline
-    }
-
-    /// The clock's time in unix nanoseconds, or the error for a clock that
-    /// reads a time beyond what they can hold.
-    pub(crate) fn now(&self) -> Result<i64, Error> {
-        match self.clock.unix_nanos() {
-            Some(now) => Ok(now),
-            None => unix_nanos(self.clock.now()),
-        }
     }
 
     /// Runs `work` within the deadline; past it, the work is dropped (a

@@ -1,0 +1,184 @@
+//! Where each algorithm's builder starts (`SlidingWindow::builder`,
+//! `Gcra::builder`, ...), and the settings only some algorithms take:
+//! sub-windows and the sealed-bucket cache for the sliding window, the
+//! capacity of the token bucket, GCRA's burst, and the compare-and-swap
+//! policy of the four compare-and-swap algorithms.
+
+use std::sync::Arc;
+
+use crate::algorithm::{
+    Algorithm, CasPolicy, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow, TokenBucket,
+};
+use crate::limiter::builder::LimiterBuilder;
+use crate::limiter::spec::LimiterSpec;
+use crate::quota::Quota;
+use crate::store::Store;
+
+impl SlidingWindow {
+    /// Starts building a sliding window enforcing `quota` on `store`, with
+    /// one sub-window until [`sub_windows`](LimiterBuilder::sub_windows)
+    /// says otherwise.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindow> {
+        let algorithm = Algorithm::SlidingWindow { sub_windows: 1 };
+        LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
+    }
+}
+
+impl FixedWindow {
+    /// Starts building a fixed window enforcing `quota` on `store`.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<FixedWindow> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::FixedWindow, quota), store)
+    }
+}
+
+impl TokenBucket {
+    /// Starts building a token bucket that refills at `quota` on `store`.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<TokenBucket> {
+        let algorithm = Algorithm::TokenBucket { capacity: None };
+        LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
+    }
+}
+
+impl Gcra {
+    /// Starts building a GCRA limiter enforcing `quota` on `store`.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<Gcra> {
+        let algorithm = Algorithm::Gcra { burst: None };
+        LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
+    }
+}
+
+impl SlidingLog {
+    /// Starts building a sliding log enforcing `quota` on `store`. A quota
+    /// whose limit is above
+    /// [`MAX_LOG_LIMIT`](crate::algorithm::MAX_LOG_LIMIT) is rejected by
+    /// `build` (field `limit`).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{MemoryStore, SlidingLog};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// assert!(SlidingLog::builder("10000/hour".parse()?, store.clone()).build().is_ok());
+    /// assert!(SlidingLog::builder("10001/hour".parse()?, store).build().is_err());
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingLog> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::SlidingLog, quota), store)
+    }
+}
+
+impl HybridQuota {
+    /// Starts building a hybrid quota enforcing `quota` on `store`. A limit
+    /// above 2^53, whose whole token counts a float cannot hold exactly,
+    /// is rejected by `build` (field `limit`).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{HybridQuota, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// assert!(HybridQuota::builder("5/second".parse()?, store.clone()).build().is_ok());
+    /// let too_big = format!("{}/second", (1u64 << 53) + 1).parse()?;
+    /// assert_eq!(HybridQuota::builder(too_big, store).build().unwrap_err().field(), "limit");
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<HybridQuota> {
+        LimiterBuilder::from_spec(LimiterSpec::new(Algorithm::HybridQuota, quota), store)
+    }
+}
+
+impl LimiterBuilder<SlidingWindow> {
+    /// Splits the period into `n` sub-windows (default 1). `n` must divide
+    /// the period into whole milliseconds and be at most
+    /// [`MAX_SUB_WINDOWS`](crate::algorithm::MAX_SUB_WINDOWS).
+    pub fn sub_windows(mut self, n: u32) -> Self {
+        self.spec = self
+            .spec
+            .with_algorithm(Algorithm::SlidingWindow { sub_windows: n });
+        self
+    }
+
+    /// How many sealed buckets to keep in process (default
+    /// [`DEFAULT_SEALED_CACHE`](crate::algorithm::DEFAULT_SEALED_CACHE); 0
+    /// turns the cache off). A bucket is sealed once it closed longer ago
+    /// than the allowed clock skew
+    /// ([`max_clock_skew`](LimiterBuilder::max_clock_skew)) plus the
+    /// deadline: no process can change it any more, so its count is read
+    /// once per client and kept until no decision reads it. In steady
+    /// state a decision is then one increment, whatever `n` is. The cache
+    /// is kept per client, `n` buckets each, so it holds
+    /// `max(1, buckets / n)` clients; each takes about `16·n + 80` bytes
+    /// plus its key. With more active clients than that, the clients that
+    /// do not fit read their sealed buckets again each time: size it to
+    /// the clients one process sees within a window. The cache assumes time
+    /// moves forward: replaying events out of order with
+    /// [`check_at`](crate::RateLimiter::check_at) wants it off.
+    pub fn sealed_cache(mut self, buckets: usize) -> Self {
+        self.spec = self.spec.sealed_cache(buckets);
+        self
+    }
+}
+
+impl LimiterBuilder<TokenBucket> {
+    /// The most tokens the bucket holds (default: the quota's limit). A
+    /// request may cost at most this much.
+    pub fn capacity(mut self, tokens: u64) -> Self {
+        let algorithm = Algorithm::TokenBucket {
+            capacity: Some(tokens),
+        };
+        self.spec = self.spec.with_algorithm(algorithm);
+        self
+    }
+}
+
+impl LimiterBuilder<Gcra> {
+    /// How many requests a quiet client may send at once (default: the
+    /// quota's limit). A request may cost at most this much.
+    pub fn burst(mut self, requests: u64) -> Self {
+        let algorithm = Algorithm::Gcra {
+            burst: Some(requests),
+        };
+        self.spec = self.spec.with_algorithm(algorithm);
+        self
+    }
+}
+
+impl<A: CasAlgorithm> LimiterBuilder<A> {
+    /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
+    ///
+    /// ```
+    /// use memcache_ratelimit::algorithm::CasPolicy;
+    /// use memcache_ratelimit::{MemoryStore, SlidingLog};
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// let log = SlidingLog::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
+    ///     .cas_policy(CasPolicy::new(4, Duration::from_micros(100), Duration::from_millis(2))?)
+    ///     .build()?;
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn cas_policy(mut self, policy: CasPolicy) -> Self {
+        self.spec = self.spec.cas_policy(policy);
+        self
+    }
+}
+
+/// The algorithms that decide by compare-and-swap, whose builders take a
+/// [`CasPolicy`](LimiterBuilder::cas_policy).
+pub trait CasAlgorithm: cas_algorithm::Sealed {}
+
+mod cas_algorithm {
+    /// Keeps [`CasAlgorithm`](super::CasAlgorithm) to the crate's
+    /// algorithms.
+    pub trait Sealed {}
+
+    impl Sealed for crate::TokenBucket {}
+    impl Sealed for crate::Gcra {}
+    impl Sealed for crate::SlidingLog {}
+    impl Sealed for crate::HybridQuota {}
+}
+
+impl CasAlgorithm for TokenBucket {}
+impl CasAlgorithm for Gcra {}
+impl CasAlgorithm for SlidingLog {}
+impl CasAlgorithm for HybridQuota {}

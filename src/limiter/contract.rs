@@ -1,0 +1,160 @@
+//! [`Limiter`]: what [`RateLimiter`] and the limiters wrapping one
+//! ([`DenyCache`](crate::DenyCache), [`DynamicLimiter`](crate::DynamicLimiter))
+//! have in common, so that a decorator or the http layer takes any of them.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::algorithm::Inspection;
+use crate::clock::Clock;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::limiter::stats::LimiterStats;
+use crate::limiter::RateLimiter;
+use crate::quota::Quota;
+
+/// Anything that decides requests per client: a [`RateLimiter`], or a
+/// limiter wrapping one ([`DenyCache`](crate::DenyCache),
+/// [`DynamicLimiter`](crate::DynamicLimiter)). It is object safe, so a
+/// service can hold an `Arc<dyn Limiter>` chosen by configuration; the
+/// http layer takes one. A [`RateLimiter`] has every method of its own, so
+/// calling it needs no import of this trait.
+///
+/// ```
+/// use memcache_ratelimit::{DenyCache, Limiter, MemoryStore, SlidingWindow};
+/// use std::sync::Arc;
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let limiter = SlidingWindow::builder("1/second".parse()?, Arc::new(MemoryStore::new())).build()?;
+/// let limiters: Vec<Arc<dyn Limiter>> = vec![
+///     Arc::new(DenyCache::new(limiter, 1_000)),
+///     Arc::new(SlidingWindow::builder("5/second".parse()?, Arc::new(MemoryStore::new())).build()?),
+/// ];
+/// for limiter in &limiters {
+///     assert!(limiter.check(b"alice").await?.is_allowed());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[async_trait]
+pub trait Limiter: Send + Sync {
+    /// The quota this limiter enforces.
+    fn quota(&self) -> Quota;
+
+    /// The clock [`check`](Self::check) and [`check_n`](Self::check_n) read.
+    fn clock(&self) -> &dyn Clock;
+
+    /// Decides one request of cost 1 from client `key`, now.
+    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+        self.check_at(key, 1, self.clock().now()).await
+    }
+
+    /// Decides one request of `cost` units from client `key`, now; see
+    /// [`RateLimiter::check_n`].
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        self.check_at(key, cost, self.clock().now()).await
+    }
+
+    /// Decides one request of `cost` units from client `key` as if it
+    /// happened `at`; see [`RateLimiter::check_at`].
+    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error>;
+
+    /// Forgets everything counted for client `key`.
+    async fn reset(&self, key: &[u8]) -> Result<(), Error>;
+
+    /// The quota client `key` is held to: [`quota`](Self::quota), unless
+    /// the limiter picks quotas per client
+    /// ([`DynamicLimiter`](crate::DynamicLimiter)).
+    fn quota_for(&self, key: &[u8]) -> Quota {
+        let _ = key;
+        self.quota()
+    }
+
+    /// What this limiter has decided since it was built; see
+    /// [`LimiterStats`].
+    fn stats(&self) -> LimiterStats;
+
+    /// What the store holds for client `key` now, read without counting;
+    /// see [`RateLimiter::inspect`].
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error>;
+}
+
+/// Each method is the limiter's own.
+#[async_trait]
+impl Limiter for RateLimiter {
+    fn quota(&self) -> Quota {
+        RateLimiter::quota(self)
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        RateLimiter::clock(self)
+    }
+
+    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+        RateLimiter::check(self, key).await
+    }
+
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        RateLimiter::check_n(self, key, cost).await
+    }
+
+    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
+        RateLimiter::check_at(self, key, cost, at).await
+    }
+
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        RateLimiter::reset(self, key).await
+    }
+
+    fn stats(&self) -> LimiterStats {
+        RateLimiter::stats(self)
+    }
+
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+        RateLimiter::inspect(self, key).await
+    }
+}
+
+/// A shared limiter is a limiter, so one limiter can serve several
+/// decorators or layers. Every method goes to the limiter's own, so its
+/// shortcuts are kept.
+#[async_trait]
+impl<L: Limiter + ?Sized> Limiter for Arc<L> {
+    fn quota(&self) -> Quota {
+        (**self).quota()
+    }
+
+    fn clock(&self) -> &dyn Clock {
+        (**self).clock()
+    }
+
+    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
+        (**self).check(key).await
+    }
+
+    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
+        (**self).check_n(key, cost).await
+    }
+
+    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
+        (**self).check_at(key, cost, at).await
+    }
+
+    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        (**self).reset(key).await
+    }
+
+    fn quota_for(&self, key: &[u8]) -> Quota {
+        (**self).quota_for(key)
+    }
+
+    fn stats(&self) -> LimiterStats {
+        (**self).stats()
+    }
+
+    async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
+        (**self).inspect(key).await
+    }
+}
