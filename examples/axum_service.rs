@@ -91,7 +91,7 @@ pub async fn app(settings: &Settings) -> Result<Router> {
     Ok(Router::new()
         .route("/", get(|| async { "hello\n" }))
         .layer(
-            RateLimitLayer::shared(per_ip.into(), ClientIp::peer())
+            RateLimitLayer::shared(Arc::new(per_ip), ClientIp::peer())
                 .policy_name("per-ip")?
                 .legacy_headers(true),
         )

@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{
-    Clock, FixedWindow, ManualClock, MemoryStore, Quota, RateLimiter, SlidingWindow,
-};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Clock, FixedWindow, ManualClock, MemoryStore, Quota, SlidingWindow};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -24,7 +23,7 @@ fn limiter(
     sub_windows: Option<u32>,
     strict: bool,
     clock: &ManualClock,
-) -> Result<Box<dyn RateLimiter>> {
+) -> Result<Box<dyn Limiter>> {
     let store = Arc::new(MemoryStore::with_clock(clock.clone()));
     Ok(match sub_windows {
         None => Box::new(
@@ -45,7 +44,7 @@ fn limiter(
 
 /// Sends `count` requests `gap` apart, starting now; returns how many were allowed.
 async fn send(
-    limiter: &dyn RateLimiter,
+    limiter: &dyn Limiter,
     clock: &ManualClock,
     count: u64,
     gap: Duration,

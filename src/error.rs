@@ -97,7 +97,8 @@ impl StoreError {
     /// A store error of `kind`.
     ///
     /// ```
-    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    /// use memcache_ratelimit::StoreError;
+    /// use memcache_ratelimit::store::StoreErrorKind;
     ///
     /// let error = StoreError::new(StoreErrorKind::Io, "connection refused");
     /// assert_eq!(error.kind(), StoreErrorKind::Io);
@@ -126,7 +127,8 @@ impl StoreError {
     /// named already.
     ///
     /// ```
-    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    /// use memcache_ratelimit::StoreError;
+    /// use memcache_ratelimit::store::StoreErrorKind;
     ///
     /// let error = StoreError::new(StoreErrorKind::Timeout, "no answer").at("10.0.0.1:11211");
     /// assert_eq!(error.server(), Some("10.0.0.1:11211"));
@@ -143,7 +145,8 @@ impl StoreError {
     /// Keeps `cause` as the error's [`source`](std::error::Error::source).
     ///
     /// ```
-    /// use memcache_ratelimit::{StoreError, StoreErrorKind};
+    /// use memcache_ratelimit::StoreError;
+    /// use memcache_ratelimit::store::StoreErrorKind;
     /// use std::error::Error as _;
     ///
     /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);

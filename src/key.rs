@@ -55,7 +55,7 @@ const HASH_MARK: u8 = b'#';
 /// A validated namespace, the first part of every key a limiter writes.
 ///
 /// ```
-/// use memcache_ratelimit::KeySpace;
+/// use memcache_ratelimit::key::KeySpace;
 ///
 /// let keys = KeySpace::new("api")?;
 /// assert_eq!(keys.client(b"alice").as_str(), "api:alice");
@@ -77,7 +77,7 @@ impl KeySpace {
     /// and `:` are escaped as `%25` and `%3A`.
     ///
     /// ```
-    /// use memcache_ratelimit::KeySpace;
+    /// use memcache_ratelimit::key::KeySpace;
     ///
     /// // The separator in a namespace is escaped: no two namespaces meet.
     /// let login = KeySpace::new("api:login")?;

@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use memcache_ratelimit::algorithm::CasPolicy;
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{CasPolicy, FailurePolicy, LimiterBuilder, LimiterSpec, RateLimiter};
+use memcache_ratelimit::{FailurePolicy, LimiterBuilder, LimiterSpec, RateLimiter};
 
 use crate::{LOG_QUOTA, OPEN_QUOTA};
 
@@ -85,7 +86,7 @@ impl Case {
     }
 
     /// The limiter of [`spec`](Self::spec) on `store`.
-    pub fn build(self, store: Arc<dyn Store>, setup: Setup) -> Arc<dyn RateLimiter> {
+    pub fn build(self, store: Arc<dyn Store>, setup: Setup) -> Arc<RateLimiter> {
         self.spec(setup).build(store).expect("valid limiter").into()
     }
 }

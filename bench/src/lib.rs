@@ -8,7 +8,7 @@ pub mod server;
 
 use std::time::Duration;
 
-use memcache_ratelimit::CasPolicy;
+use memcache_ratelimit::algorithm::CasPolicy;
 
 /// Clients in "many" mode and in the memory measurement.
 pub const MANY_CLIENTS: usize = 100_000;

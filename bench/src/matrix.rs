@@ -44,7 +44,7 @@ const CEILING_BATCH: usize = 100;
 /// The limiters' deadline: the library's default, as users get it. It also
 /// sets when a sliding-window bucket is sealed (clock skew + deadline after
 /// it closes). A decision that misses it is an error in its own column.
-const DEADLINE: Duration = memcache_ratelimit::DEFAULT_DEADLINE;
+const DEADLINE: Duration = memcache_ratelimit::limiter::DEFAULT_DEADLINE;
 /// The connections' I/O timeout: long enough that no request is abandoned
 /// by the client library before the limiter's deadline.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
@@ -129,7 +129,7 @@ impl Kind {
 enum Target {
     Raw(AsyncMetaClient),
     Ceiling(AsyncMetaClient),
-    Limiter(Arc<dyn RateLimiter>),
+    Limiter(Arc<RateLimiter>),
 }
 
 struct WorkerResult {

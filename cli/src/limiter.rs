@@ -48,7 +48,7 @@ that nothing else shares)";
 /// The configured limiter, with the store it runs on.
 pub struct Configured {
     pub config: Config,
-    pub limiter: Box<dyn RateLimiter>,
+    pub limiter: RateLimiter,
     /// The memcached store; `None` for the embedded one.
     pub memcached: Option<Arc<MemcachedStore>>,
     /// Every store call the limiter makes, watched for failures.

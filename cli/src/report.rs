@@ -18,7 +18,7 @@ pub async fn inspect(target: &Target, client: &[u8]) -> Outcome {
         .inspect(client)
         .await
         .map_err(|error| describe::error(&configured, error))?;
-    let quota = configured.limiter.quota_for(client);
+    let quota = configured.limiter.quota();
     // `memcached servers=... protocol=...`: the store, then its settings.
     let store: Vec<String> = describe::store_fields(&configured, false)
         .iter()

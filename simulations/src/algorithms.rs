@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use memcache_ratelimit::store::Store;
 pub use memcache_ratelimit::Algorithm;
-use memcache_ratelimit::{ConfigError, DenyCache, LimiterSpec, ManualClock, Quota, RateLimiter};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{ConfigError, DenyCache, LimiterSpec, ManualClock, Quota};
 
 /// The sliding window's sub-window counts the simulations compare.
 pub const SUB_WINDOWS: [u32; 6] = [1, 2, 4, 6, 12, 60];
@@ -158,7 +159,7 @@ pub trait Simulated: Copy {
         quota: Quota,
         store: Arc<dyn Store>,
         clock: ManualClock,
-    ) -> Result<Box<dyn RateLimiter>, ConfigError> {
+    ) -> Result<Box<dyn Limiter>, ConfigError> {
         self.build_with(quota, store, clock, Caches::DEFAULT)
     }
 
@@ -170,12 +171,12 @@ pub trait Simulated: Copy {
         store: Arc<dyn Store>,
         clock: ManualClock,
         caches: Caches,
-    ) -> Result<Box<dyn RateLimiter>, ConfigError> {
+    ) -> Result<Box<dyn Limiter>, ConfigError> {
         let limiter = self.spec(quota, clock, caches.sealed).build(store)?;
         Ok(if caches.deny {
             Box::new(DenyCache::new(limiter, DENY_CACHE_CAPACITY))
         } else {
-            limiter
+            Box::new(limiter)
         })
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use memcache_ratelimit::store::{CountingStore, MemoryStore};
-use memcache_ratelimit::{ManualClock, RateLimiter};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::ManualClock;
 
 use crate::algorithms::{Algorithm, Caches, Simulated};
 use crate::metrics::{Metrics, Observation, Tally};
@@ -71,7 +72,7 @@ async fn replay(
     let start = DateTime::<Utc>::from_timestamp(START_UNIX_SECS, 0).expect("in range");
     let truth = ManualClock::new(start);
     let store = Arc::new(CountingStore::new(MemoryStore::with_clock(truth.clone())));
-    let mut nodes: Vec<(ManualClock, TimeDelta, Box<dyn RateLimiter>)> = Vec::new();
+    let mut nodes: Vec<(ManualClock, TimeDelta, Box<dyn Limiter>)> = Vec::new();
     for &skew in &workload.skews {
         let skew = TimeDelta::nanoseconds(skew);
         let clock = ManualClock::new(start + skew);

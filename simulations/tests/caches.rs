@@ -35,7 +35,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use memcache_ratelimit::store::MemoryStore;
-use memcache_ratelimit::{Decision, ManualClock, RateLimiter};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Decision, ManualClock};
 use simulations::algorithms::{Algorithm, Caches, Simulated};
 use simulations::metrics::Metrics;
 use simulations::runner;
@@ -153,7 +154,7 @@ fn first_difference(
     let replay = |caches| {
         let truth = ManualClock::new(start);
         let store = std::sync::Arc::new(MemoryStore::with_clock(truth.clone()));
-        let nodes: Vec<(ManualClock, TimeDelta, Box<dyn RateLimiter>)> = workload
+        let nodes: Vec<(ManualClock, TimeDelta, Box<dyn Limiter>)> = workload
             .skews
             .iter()
             .map(|&skew| {

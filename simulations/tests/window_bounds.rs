@@ -1,6 +1,6 @@
 //! The fixed and sliding windows' documented bounds, on small seeded runs.
 
-use memcache_ratelimit::DEFAULT_MAX_CLOCK_SKEW;
+use memcache_ratelimit::limiter::DEFAULT_MAX_CLOCK_SKEW;
 use simulations::algorithms::{Algorithm, Caches, DEADLINE, SUB_WINDOWS};
 use simulations::metrics::Metrics;
 use simulations::runner;

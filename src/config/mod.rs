@@ -49,9 +49,9 @@ use std::time::Duration;
 pub use file::ENV_PREFIX;
 
 use crate::error::{ConfigError, StoreError};
-use crate::limiter::dynamic::{DynamicLimiter, QuotaResolver};
-use crate::limiter::spec::LimiterSpec;
+use crate::limiter::LimiterSpec;
 use crate::limiter::RateLimiter;
+use crate::limiter::{DynamicLimiter, QuotaResolver};
 use crate::quota::Quota;
 use crate::store::{MemcachedStore, MemoryStore, Protocol, Store};
 
@@ -209,7 +209,7 @@ impl Config {
     }
 
     /// The limiter for [`quota`](Self::quota) on `store`.
-    pub fn limiter(&self, store: Arc<dyn Store>) -> Result<Box<dyn RateLimiter>, ConfigError> {
+    pub fn limiter(&self, store: Arc<dyn Store>) -> Result<RateLimiter, ConfigError> {
         self.spec.build(store)
     }
 

@@ -6,11 +6,12 @@ use std::time::Duration;
 
 use super::file::Written;
 use super::{Config, MemcachedOptions};
+use crate::algorithm::Algorithm;
 use crate::error::ConfigError;
 use crate::http::HeaderPolicy;
-use crate::limiter::failure::FailurePolicy;
-use crate::limiter::spec::{Algorithm, LimiterSpec};
 use crate::limiter::DeniedRequests;
+use crate::limiter::FailurePolicy;
+use crate::limiter::LimiterSpec;
 use crate::quota::Quota;
 use crate::store::{is_host_port, MemoryStore, Protocol};
 

@@ -11,7 +11,8 @@ use crate::quota::Quota;
 /// A named quota policy, as the header fields announce it.
 ///
 /// ```
-/// use memcache_ratelimit::{Decision, HeaderPolicy};
+/// use memcache_ratelimit::Decision;
+/// use memcache_ratelimit::http::HeaderPolicy;
 /// use std::time::Duration;
 ///
 /// let policy = HeaderPolicy::new("default", "100/minute".parse()?)?;

@@ -13,7 +13,7 @@ use super::extract::KeyExtractor;
 use super::headers::HeaderPolicy;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::RateLimiter;
+use crate::limiter::Limiter;
 
 /// What to do with a request whose client the extractor cannot name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub struct RateLimitLayer {
 /// What every clone of the layer and its services share.
 #[derive(Clone)]
 struct Shared {
-    limiter: Arc<dyn RateLimiter>,
+    limiter: Arc<dyn Limiter>,
     key: Arc<dyn KeyExtractor>,
     policy_name: String,
     legacy: bool,
@@ -81,12 +81,12 @@ impl std::fmt::Debug for RateLimitLayer {
 impl RateLimitLayer {
     /// Limits requests with `limiter`, counting each under the key `key`
     /// extracts. The policy is announced as `default`.
-    pub fn new(limiter: impl RateLimiter + 'static, key: impl KeyExtractor) -> Self {
+    pub fn new(limiter: impl Limiter + 'static, key: impl KeyExtractor) -> Self {
         Self::shared(Arc::new(limiter), key)
     }
 
     /// [`new`](Self::new), for a limiter already shared.
-    pub fn shared(limiter: Arc<dyn RateLimiter>, key: impl KeyExtractor) -> Self {
+    pub fn shared(limiter: Arc<dyn Limiter>, key: impl KeyExtractor) -> Self {
         Self {
             shared: Arc::new(Shared {
                 limiter,

@@ -9,42 +9,42 @@ use std::time::Duration;
 
 use common::faults::LosingCas;
 use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::algorithm::CasStats;
 use memcache_ratelimit::store::{PutCondition, Store};
+use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
-    CasPolicy, CasStats, Error, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog,
-    TokenBucket,
+    Error, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog, TokenBucket,
 };
 
-type Stats = Box<dyn Fn() -> CasStats + Send + Sync>;
-type KeyOf = Box<dyn Fn(&[u8]) -> Vec<u8> + Send + Sync>;
-
-/// One of the compare-and-swap limiters, with its statistics and key.
+/// One of the compare-and-swap limiters, named.
 struct Cas {
     name: &'static str,
-    limiter: Box<dyn RateLimiter>,
-    stats: Stats,
-    key: KeyOf,
+    limiter: RateLimiter,
+}
+
+impl Cas {
+    fn stats(&self) -> CasStats {
+        self.limiter.cas_stats()
+    }
+
+    fn key(&self, client: &[u8]) -> Vec<u8> {
+        common::state_key(&self.limiter, client)
+    }
 }
 
 /// Builds each algorithm on `store` with the same settings, as a [`Cas`].
 macro_rules! build {
     ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $strict:expr, $policy:expr) => {{
-        let limiter = Arc::new(
-            common::patient($ty::builder($quota, $store))
-                .clock($clock.clone())
-                .strict($strict)
-                .cas_policy($policy)
-                .build()
-                .unwrap(),
-        );
+        let limiter = common::patient($ty::builder($quota, $store))
+            .clock($clock.clone())
+            .strict($strict)
+            .cas_policy($policy)
+            .build()
+            .unwrap();
         Cas {
             name: $name,
-            limiter: Box::new(Shared(limiter.clone())),
-            stats: Box::new({
-                let l = limiter.clone();
-                move || l.cas_stats()
-            }),
-            key: Box::new(move |c| limiter.key(c)),
+            limiter,
         }
     }};
 }
@@ -103,36 +103,6 @@ fn every(
     all
 }
 
-/// An `Arc` of a limiter, as a limiter.
-struct Shared<L>(Arc<L>);
-
-#[async_trait::async_trait]
-impl<L: RateLimiter> RateLimiter for Shared<L> {
-    fn quota(&self) -> memcache_ratelimit::Quota {
-        self.0.quota()
-    }
-    fn clock(&self) -> &dyn memcache_ratelimit::Clock {
-        self.0.clock()
-    }
-    async fn check_at(
-        &self,
-        key: &[u8],
-        cost: u64,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<memcache_ratelimit::Decision, Error> {
-        self.0.check_at(key, cost, at).await
-    }
-    async fn reset(&self, key: &[u8]) -> Result<(), Error> {
-        self.0.reset(key).await
-    }
-    fn stats(&self) -> memcache_ratelimit::LimiterStats {
-        self.0.stats()
-    }
-    async fn inspect(&self, key: &[u8]) -> Result<memcache_ratelimit::Inspection, Error> {
-        self.0.inspect(key).await
-    }
-}
-
 /// The linear limiters on a fixture.
 fn linear(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
     limiters(
@@ -155,7 +125,7 @@ fn all(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
     )
 }
 
-async fn admitted(limiter: &dyn RateLimiter, client: &[u8], tries: usize) -> usize {
+async fn admitted(limiter: &dyn Limiter, client: &[u8], tries: usize) -> usize {
     let mut allowed = 0;
     for _ in 0..tries {
         if limiter.check(client).await.unwrap().is_allowed() {
@@ -171,7 +141,7 @@ async fn a_full_bucket_admits_its_capacity_then_refills_at_the_rate() {
         for cas in linear(&f, "5/minute", false) {
             let client = unique_client("refill");
             assert_eq!(
-                admitted(cas.limiter.as_ref(), &client, 8).await,
+                admitted(&cas.limiter, &client, 8).await,
                 5,
                 "{} {}",
                 f.name,
@@ -199,7 +169,7 @@ async fn a_full_bucket_admits_its_capacity_then_refills_at_the_rate() {
             assert_eq!(allowed.remaining(), 0);
             f.clock.advance(Duration::from_secs(600));
             assert_eq!(
-                admitted(cas.limiter.as_ref(), &client, 8).await,
+                admitted(&cas.limiter, &client, 8).await,
                 5,
                 "{} {}: refill is capped",
                 f.name,
@@ -241,7 +211,7 @@ async fn costs_count_in_units_and_a_cost_above_capacity_is_an_error() {
     }
 }
 
-async fn every_second(f: &Fixture, limiter: &dyn RateLimiter, client: &[u8], secs: u32) -> usize {
+async fn every_second(f: &Fixture, limiter: &dyn Limiter, client: &[u8], secs: u32) -> usize {
     let mut allowed = 0;
     for _ in 0..secs {
         f.clock.advance(Duration::from_secs(1));
@@ -261,8 +231,8 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
                 .zip(all(&f, "10/minute", true))
         {
             let (a, b) = (unique_client("lenient"), unique_client("strict"));
-            assert_eq!(admitted(lenient.limiter.as_ref(), &a, 10).await, 10);
-            assert_eq!(admitted(strict.limiter.as_ref(), &b, 10).await, 10);
+            assert_eq!(admitted(&lenient.limiter, &a, 10).await, 10);
+            assert_eq!(admitted(&strict.limiter, &b, 10).await, 10);
             // One request a second, six times the rate, for two minutes.
             let (mut lenient_through, mut strict_through) = (0, 0);
             for _ in 0..120 {
@@ -286,7 +256,7 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
             // Quiet for two minutes, the strict client is welcome again.
             f.clock.advance(Duration::from_secs(120));
             assert_eq!(
-                admitted(strict.limiter.as_ref(), &b, 10).await,
+                admitted(&strict.limiter, &b, 10).await,
                 10,
                 "{} {}",
                 f.name,
@@ -342,7 +312,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
             losing.lose_next(3);
             let first = cas.limiter.check(&client).await.unwrap();
             assert!(first.is_allowed(), "{} {}", f.name, cas.name);
-            let stats = (cas.stats)();
+            let stats = cas.stats();
             assert_eq!(
                 (stats.attempts, stats.conflicts, stats.retries),
                 (4, 3, 3),
@@ -357,7 +327,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
                 matches!(outcome, Err(Error::Contention { attempts: 4 })),
                 "{outcome:?}"
             );
-            assert_eq!((cas.stats)().exhausted, 1);
+            assert_eq!(cas.stats().exhausted, 1);
             // Nothing was taken by the failed decision: two of three remain.
             let next = cas.limiter.check(&client).await.unwrap();
             assert_eq!(
@@ -367,7 +337,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
                 f.name,
                 cas.name
             );
-            assert_eq!((cas.stats)().decisions, 3);
+            assert_eq!(cas.stats().decisions, 3);
         }
     }
 }
@@ -377,7 +347,7 @@ async fn a_value_that_is_not_the_state_is_replaced() {
     for f in fixtures().await {
         for cas in all(&f, "3/minute", false) {
             let client = unique_client("garbage");
-            let key = (cas.key)(&client);
+            let key = cas.key(&client);
             f.store
                 .put(
                     &key,
@@ -395,7 +365,7 @@ async fn a_value_that_is_not_the_state_is_replaced() {
                 f.name,
                 cas.name
             );
-            assert_eq!((cas.stats)().replaced, 1);
+            assert_eq!(cas.stats().replaced, 1);
             assert_ne!(
                 f.store.get(&key).await.unwrap().unwrap().value,
                 b"not a state"
@@ -409,11 +379,11 @@ async fn reset_forgets_the_client_and_only_that_client() {
     for f in fixtures().await {
         for cas in all(&f, "2/minute", false) {
             let (a, b) = (unique_client("reset-a"), unique_client("reset-b"));
-            admitted(cas.limiter.as_ref(), &a, 2).await;
-            admitted(cas.limiter.as_ref(), &b, 2).await;
+            admitted(&cas.limiter, &a, 2).await;
+            admitted(&cas.limiter, &b, 2).await;
             cas.limiter.reset(&a).await.unwrap();
             assert_eq!(
-                admitted(cas.limiter.as_ref(), &a, 5).await,
+                admitted(&cas.limiter, &a, 5).await,
                 2,
                 "{} {}",
                 f.name,

@@ -12,18 +12,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::faults::LosingCas;
 use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::algorithm::CasStats;
 use memcache_ratelimit::store::{
     Counters, CountingStore, PutCondition, PutOutcome, Store, Versioned,
 };
+use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
-    CasPolicy, CasStats, Decision, Error, Gcra, HybridQuota, ManualClock, Quota, RateLimiter,
-    SlidingLog, StoreError, TokenBucket,
+    Decision, Error, Gcra, HybridQuota, ManualClock, Quota, SlidingLog, StoreError, TokenBucket,
 };
 
 /// One of the compare-and-swap limiters, with its statistics.
 struct Cas {
     name: &'static str,
-    limiter: Arc<dyn RateLimiter>,
+    limiter: Arc<dyn Limiter>,
     stats: Box<dyn Fn() -> CasStats + Send + Sync>,
 }
 
@@ -73,7 +75,7 @@ fn waiting(f: &Fixture) -> Arc<dyn Store> {
 
 /// Spawns `tasks` tasks that each make `each` decisions for `client` on
 /// `limiter`, and returns how many were allowed.
-async fn hammer(limiter: &Arc<dyn RateLimiter>, client: &[u8], tasks: usize, each: usize) -> usize {
+async fn hammer(limiter: &Arc<dyn Limiter>, client: &[u8], tasks: usize, each: usize) -> usize {
     let mut handles = Vec::new();
     for _ in 0..tasks {
         let (limiter, client) = (limiter.clone(), client.to_vec());
@@ -209,7 +211,7 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
             gcra.reserve(&client, 1, Duration::ZERO),
             gcra.reserve(&client, 1, second),
         );
-        let slot = |r: Result<memcache_ratelimit::Reservation, Error>| {
+        let slot = |r: Result<memcache_ratelimit::algorithm::Reservation, Error>| {
             let r = r.unwrap();
             r.decision().is_allowed().then_some(r.delay().as_millis())
         };

@@ -37,7 +37,7 @@ struct Case {
     /// Counts in time buckets (fixed and sliding windows), rather than
     /// keeping one state that time moves forward.
     window: bool,
-    build: fn(Quota, Arc<MemoryStore>, ManualClock, Duration) -> Box<dyn RateLimiter>,
+    build: fn(Quota, Arc<MemoryStore>, ManualClock, Duration) -> RateLimiter,
 }
 
 fn cases() -> Vec<Case> {
@@ -48,13 +48,11 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: true,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    FixedWindow::builder(quota, store)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                FixedWindow::builder(quota, store)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
         Case {
@@ -62,14 +60,12 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: true,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    SlidingWindow::builder(quota, store)
-                        .sub_windows(6)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                SlidingWindow::builder(quota, store)
+                    .sub_windows(6)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
         Case {
@@ -77,13 +73,11 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: false,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    TokenBucket::builder(quota, store)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                TokenBucket::builder(quota, store)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
         Case {
@@ -91,13 +85,11 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: false,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    Gcra::builder(quota, store)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                Gcra::builder(quota, store)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
         Case {
@@ -105,13 +97,11 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: false,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    SlidingLog::builder(quota, store)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                SlidingLog::builder(quota, store)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
         Case {
@@ -119,13 +109,11 @@ fn cases() -> Vec<Case> {
             quota: q("30/6s"),
             window: false,
             build: |quota, store, clock, skew| {
-                Box::new(
-                    HybridQuota::builder(quota, store)
-                        .clock(clock)
-                        .max_clock_skew(skew)
-                        .build()
-                        .unwrap(),
-                )
+                HybridQuota::builder(quota, store)
+                    .clock(clock)
+                    .max_clock_skew(skew)
+                    .build()
+                    .unwrap()
             },
         },
     ]
@@ -139,7 +127,7 @@ async fn run(case: &Case, offsets_ms: [i64; 3], max_skew: Duration) -> (usize, u
         .iter()
         .map(|_| ManualClock::from_unix_secs(T0))
         .collect();
-    let nodes: Vec<Box<dyn RateLimiter>> = clocks
+    let nodes: Vec<RateLimiter> = clocks
         .iter()
         .map(|clock| (case.build)(case.quota, store.clone(), clock.clone(), max_skew))
         .collect();
@@ -228,7 +216,7 @@ async fn items_outlive_their_last_read_by_the_clock_skew() {
         assert!(gcra.check(b"c").await.unwrap().is_allowed());
         assert!(fixed.check(b"c").await.unwrap().is_allowed());
         let mut keys = fixed.keys_at(b"c", clock.now()).unwrap();
-        keys.push(gcra.key(b"c"));
+        keys.push(common::state_key(&gcra, b"c"));
         // Both are read for 1 s. A process whose clock is `skew` behind
         // still reads them that much later, and a decision may land a
         // deadline (100 ms) after: they live 1 + skew + 0.1 s, in whole

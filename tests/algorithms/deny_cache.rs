@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use common::memcached::Memcached;
 use common::{unique_client, T0};
+use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
     DenyCache, FixedWindow, Gcra, HybridQuota, ManualClock, MemcachedStore, MemoryStore,
     RateLimiter, SlidingLog, SlidingWindow, TokenBucket,
@@ -53,35 +54,29 @@ async fn a_flood_from_one_client_costs_almost_no_memcached_operations() {
     let server = Memcached::start();
     let store = Arc::new(MemcachedStore::connect([server.address()]).await.unwrap());
     let clock = ManualClock::from_unix_secs(T0 + 10);
-    let limiters: Vec<(&str, Box<dyn RateLimiter>)> = vec![
+    let limiters: Vec<(&str, RateLimiter)> = vec![
         (
             "fixed",
-            Box::new(
-                FixedWindow::builder("100/minute".parse().unwrap(), store.clone())
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
+            FixedWindow::builder("100/minute".parse().unwrap(), store.clone())
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
         ),
         (
             "sliding n=4",
-            Box::new(
-                SlidingWindow::builder("100/minute".parse().unwrap(), store.clone())
-                    .sub_windows(4)
-                    .namespace("sw")
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
+            SlidingWindow::builder("100/minute".parse().unwrap(), store.clone())
+                .sub_windows(4)
+                .namespace("sw")
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
         ),
         (
             "token bucket",
-            Box::new(
-                TokenBucket::builder("100/minute".parse().unwrap(), store.clone())
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
+            TokenBucket::builder("100/minute".parse().unwrap(), store.clone())
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
         ),
     ];
     for (name, limiter) in limiters {
@@ -114,35 +109,32 @@ async fn a_flood_from_one_client_costs_almost_no_memcached_operations() {
 #[tokio::test]
 async fn in_one_process_the_cache_answers_as_the_store_would() {
     let quota: memcache_ratelimit::Quota = "20/10s".parse().unwrap();
-    type Build =
-        fn(memcache_ratelimit::Quota, Arc<MemoryStore>, ManualClock) -> Box<dyn RateLimiter>;
+    type Build = fn(memcache_ratelimit::Quota, Arc<MemoryStore>, ManualClock) -> RateLimiter;
     let builds: Vec<(&str, Build)> = vec![
         ("fixed", |q, s, c| {
-            Box::new(FixedWindow::builder(q, s).clock(c).build().unwrap())
+            FixedWindow::builder(q, s).clock(c).build().unwrap()
         }),
         ("sliding n=1", |q, s, c| {
-            Box::new(SlidingWindow::builder(q, s).clock(c).build().unwrap())
+            SlidingWindow::builder(q, s).clock(c).build().unwrap()
         }),
         ("sliding n=5", |q, s, c| {
-            Box::new(
-                SlidingWindow::builder(q, s)
-                    .sub_windows(5)
-                    .clock(c)
-                    .build()
-                    .unwrap(),
-            )
+            SlidingWindow::builder(q, s)
+                .sub_windows(5)
+                .clock(c)
+                .build()
+                .unwrap()
         }),
         ("token bucket", |q, s, c| {
-            Box::new(TokenBucket::builder(q, s).clock(c).build().unwrap())
+            TokenBucket::builder(q, s).clock(c).build().unwrap()
         }),
         ("gcra", |q, s, c| {
-            Box::new(Gcra::builder(q, s).clock(c).build().unwrap())
+            Gcra::builder(q, s).clock(c).build().unwrap()
         }),
         ("sliding log", |q, s, c| {
-            Box::new(SlidingLog::builder(q, s).clock(c).build().unwrap())
+            SlidingLog::builder(q, s).clock(c).build().unwrap()
         }),
         ("hybrid quota", |q, s, c| {
-            Box::new(HybridQuota::builder(q, s).clock(c).build().unwrap())
+            HybridQuota::builder(q, s).clock(c).build().unwrap()
         }),
     ];
     for (name, build) in builds {

@@ -9,10 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{fixtures, unique_client, Fixture};
-use memcache_ratelimit::{
-    Algorithm, DynamicLimiter, Error, FailurePolicy, LimiterSpec, Quota, RateLimiter,
-    MAX_DYNAMIC_QUOTAS,
-};
+use memcache_ratelimit::limiter::MAX_DYNAMIC_QUOTAS;
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Algorithm, DynamicLimiter, Error, FailurePolicy, LimiterSpec, Quota};
 
 /// Plans by client, changed by the test as an operator would.
 #[derive(Clone, Default)]

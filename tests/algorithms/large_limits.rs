@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::limiter::DeniedRequests;
+use memcache_ratelimit::quota::MAX_LIMIT;
 use memcache_ratelimit::store::{PutCondition, Store};
-use memcache_ratelimit::{
-    DeniedRequests, FixedWindow, Gcra, Quota, RateLimiter, SlidingWindow, TokenBucket, MAX_LIMIT,
-};
+use memcache_ratelimit::{FixedWindow, Gcra, Quota, RateLimiter, SlidingWindow, TokenBucket};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -22,14 +22,14 @@ fn per_minute(limit: u64) -> Quota {
     Quota::with_period(limit.try_into().unwrap(), MINUTE).unwrap()
 }
 
-fn fixed(f: &Fixture, limit: u64) -> FixedWindow {
+fn fixed(f: &Fixture, limit: u64) -> RateLimiter {
     common::patient(FixedWindow::builder(per_minute(limit), f.store.clone()))
         .clock(f.clock.clone())
         .build()
         .unwrap()
 }
 
-fn sliding(f: &Fixture, limit: u64, n: u32) -> SlidingWindow {
+fn sliding(f: &Fixture, limit: u64, n: u32) -> RateLimiter {
     common::patient(SlidingWindow::builder(per_minute(limit), f.store.clone()))
         .sub_windows(n)
         .clock(f.clock.clone())
@@ -203,11 +203,11 @@ async fn a_wrapped_counter_is_read_as_a_full_window_and_repaired() {
                 f.name
             );
             assert_eq!(decision.remaining(), 0, "{}", f.name);
-            assert_eq!(limiter.failure_stats().repaired, 1, "{}", f.name);
+            assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
             // Repaired to a full window, not left wrapped: still denied,
             // and no further repair.
             assert!(!limiter.check(&client).await.unwrap().is_allowed());
-            assert_eq!(limiter.failure_stats().repaired, 1, "{}", f.name);
+            assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
             let held = f.store.get_counters(&[key]).await.unwrap()[0].unwrap();
             assert!(held >= 100, "{}: repaired to {held}", f.name);
         }

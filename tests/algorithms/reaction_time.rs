@@ -108,37 +108,29 @@ impl Client {
 }
 
 /// A fresh store and limiter of `kind` for `client`.
-fn limiter(kind: &str, client: Client, clock: &ManualClock) -> Box<dyn RateLimiter> {
+fn limiter(kind: &str, client: Client, clock: &ManualClock) -> RateLimiter {
     let store = Arc::new(MemoryStore::with_clock(clock.clone()));
     let quota = client.quota();
     match kind {
-        "TokenBucket" => Box::new(
-            TokenBucket::builder(quota, store)
-                .capacity(client.q)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        ),
-        "Gcra" => Box::new(
-            Gcra::builder(quota, store)
-                .burst(client.q)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        ),
-        "SlidingWindow" => Box::new(
-            SlidingWindow::builder(quota, store)
-                .sub_windows(1)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        ),
-        "FixedWindow" => Box::new(
-            FixedWindow::builder(quota, store)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        ),
+        "TokenBucket" => TokenBucket::builder(quota, store)
+            .capacity(client.q)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+        "Gcra" => Gcra::builder(quota, store)
+            .burst(client.q)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+        "SlidingWindow" => SlidingWindow::builder(quota, store)
+            .sub_windows(1)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
+        "FixedWindow" => FixedWindow::builder(quota, store)
+            .clock(clock.clone())
+            .build()
+            .unwrap(),
         other => unreachable!("{other}"),
     }
 }
@@ -270,7 +262,7 @@ async fn windows_throttle_within_bounded_counts() {
             }
         }
         eprintln!(
-            "a={:<3}: FixedWindow admits {}..={} (bound 2q = {}), SlidingWindow(n=1) {}..={} \
+            "a={:<3}: RateLimiter admits {}..={} (bound 2q = {}), SlidingWindow(n=1) {}..={} \
              (bound {bound:.2}) before the first denial, over start phases; \
              linear limiters {linear}, Finch {}",
             a.value(),

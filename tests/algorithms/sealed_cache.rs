@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{unique_client, T0};
+use memcache_ratelimit::limiter::DEFAULT_MAX_CLOCK_SKEW;
 use memcache_ratelimit::store::CountingStore;
-use memcache_ratelimit::{
-    ManualClock, MemoryStore, RateLimiter, SlidingWindow, DEFAULT_MAX_CLOCK_SKEW,
-};
+use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter, SlidingWindow};
 use rand::{Rng, SeedableRng};
 
 fn sliding(
@@ -19,7 +18,7 @@ fn sliding(
     clock: &ManualClock,
     n: u32,
     cache: usize,
-) -> SlidingWindow {
+) -> RateLimiter {
     SlidingWindow::builder("100/minute".parse().unwrap(), store)
         .sub_windows(n)
         .sealed_cache(cache)
@@ -53,7 +52,7 @@ async fn steady_state_is_one_increment_with_the_same_answers() {
             // bucket, a decision names only its own bucket's key.
             let bucket = Duration::from_secs(60) / n;
             let into_bucket = clock_offset(&clock) % bucket.as_nanos();
-            let allowance = DEFAULT_MAX_CLOCK_SKEW + memcache_ratelimit::DEFAULT_DEADLINE;
+            let allowance = DEFAULT_MAX_CLOCK_SKEW + memcache_ratelimit::limiter::DEFAULT_DEADLINE;
             if step > 1_000 && into_bucket > allowance.as_nanos() {
                 late_decisions += 1;
                 late_keys += keys;

@@ -8,14 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{fixtures, unique_client, Fixture, T0};
+use memcache_ratelimit::limiter::DeniedRequests;
 use memcache_ratelimit::store::CountingStore;
-use memcache_ratelimit::{DeniedRequests, Error, FixedWindow, Quota, RateLimiter, SlidingWindow};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Error, FixedWindow, Quota, RateLimiter, SlidingWindow};
 
 fn quota(text: &str) -> Quota {
     text.parse().unwrap()
 }
 
-fn sliding(f: &Fixture, q: &str, n: u32) -> SlidingWindow {
+fn sliding(f: &Fixture, q: &str, n: u32) -> RateLimiter {
     common::patient(SlidingWindow::builder(quota(q), f.store.clone()))
         .sub_windows(n)
         .clock(f.clock.clone())
@@ -23,14 +25,14 @@ fn sliding(f: &Fixture, q: &str, n: u32) -> SlidingWindow {
         .unwrap()
 }
 
-fn fixed(f: &Fixture, q: &str) -> FixedWindow {
+fn fixed(f: &Fixture, q: &str) -> RateLimiter {
     common::patient(FixedWindow::builder(quota(q), f.store.clone()))
         .clock(f.clock.clone())
         .build()
         .unwrap()
 }
 
-async fn admitted(limiter: &dyn RateLimiter, client: &[u8], tries: usize) -> usize {
+async fn admitted(limiter: &dyn Limiter, client: &[u8], tries: usize) -> usize {
     let mut allowed = 0;
     for _ in 0..tries {
         if limiter.check(client).await.unwrap().is_allowed() {
@@ -152,7 +154,7 @@ async fn sums_sub_windows_and_weights_only_the_oldest() {
         let decision = limiter.check(&client).await.unwrap();
         assert!(decision.is_allowed());
         assert_eq!(decision.remaining(), 6, "{}", f.name); // floor(20 − 13.33)
-        assert_eq!(limiter.sub_windows(), 4);
+        assert_eq!(limiter.spec().algorithm().sub_windows(), Some(4));
         assert_eq!(limiter.keys_at(&client, f.clock_now()).unwrap().len(), 5);
     }
 }
@@ -160,10 +162,7 @@ async fn sums_sub_windows_and_weights_only_the_oldest() {
 #[tokio::test]
 async fn cost_counts_in_units_and_impossible_costs_are_errors() {
     for f in fixtures().await {
-        for limiter in [
-            Box::new(fixed(&f, "10/minute")) as Box<dyn RateLimiter>,
-            Box::new(sliding(&f, "10/minute", 4)),
-        ] {
+        for limiter in [fixed(&f, "10/minute"), sliding(&f, "10/minute", 4)] {
             let client = unique_client("cost");
             let d = limiter.check_n(&client, 6).await.unwrap();
             assert!(d.is_allowed());
@@ -197,29 +196,24 @@ async fn cost_counts_in_units_and_impossible_costs_are_errors() {
 async fn reset_forgets_the_client_and_only_that_client() {
     for f in fixtures().await {
         for limiter in [
-            Box::new(fixed(&f, "5/minute")) as Box<dyn RateLimiter>,
-            Box::new(sliding(&f, "5/minute", 1)),
-            Box::new(sliding(&f, "5/minute", 12)),
+            fixed(&f, "5/minute"),
+            sliding(&f, "5/minute", 1),
+            sliding(&f, "5/minute", 12),
         ] {
             let (a, b) = (unique_client("reset-a"), unique_client("reset-b"));
-            admitted(limiter.as_ref(), &a, 5).await;
-            admitted(limiter.as_ref(), &b, 5).await;
+            admitted(&limiter, &a, 5).await;
+            admitted(&limiter, &b, 5).await;
             f.clock.advance(Duration::from_secs(30));
-            admitted(limiter.as_ref(), &a, 1).await;
+            admitted(&limiter, &a, 1).await;
             limiter.reset(&a).await.unwrap();
-            assert_eq!(admitted(limiter.as_ref(), &a, 10).await, 5, "{}", f.name);
+            assert_eq!(admitted(&limiter, &a, 10).await, 5, "{}", f.name);
             assert!(limiter.check(&b).await.unwrap().is_denied(), "{}", f.name);
         }
     }
 }
 
 /// A client that retries every second while denied.
-async fn retry_every_second(
-    limiter: &dyn RateLimiter,
-    f: &Fixture,
-    client: &[u8],
-    secs: u32,
-) -> usize {
+async fn retry_every_second(limiter: &dyn Limiter, f: &Fixture, client: &[u8], secs: u32) -> usize {
     let mut allowed = 0;
     for _ in 0..secs {
         f.clock.advance(Duration::from_secs(1));

@@ -21,6 +21,14 @@ use memcache_ratelimit::store::{ClassicStore, MemcachedStore};
 use memcache_ratelimit::store::{MemoryStore, Store};
 use memcache_ratelimit::{FailurePolicy, LimiterBuilder, ManualClock};
 
+/// The one key holding `client`'s state in a compare-and-swap `limiter`
+/// (it does not depend on the time).
+pub fn state_key(limiter: &memcache_ratelimit::RateLimiter, client: &[u8]) -> Vec<u8> {
+    let mut keys = limiter.keys_at(client, chrono::Utc::now()).unwrap();
+    assert_eq!(keys.len(), 1, "a compare-and-swap state is one key");
+    keys.remove(0)
+}
+
 /// `builder` as tests of the algorithms' logic want it on a shared and
 /// loaded test machine: a deadline (5 s) that a busy moment cannot reach,
 /// and store failures returned as errors, so a failure fails the test with

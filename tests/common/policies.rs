@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use memcache_ratelimit::limiter::FailureStats;
 use memcache_ratelimit::{
-    Decision, Error, FailurePolicy, FailureStats, FixedWindow, Gcra, HybridQuota, MemcachedStore,
-    RateLimiter, SlidingLog, SlidingWindow, TokenBucket,
+    Decision, Error, FailurePolicy, FixedWindow, Gcra, HybridQuota, MemcachedStore, RateLimiter,
+    SlidingLog, SlidingWindow, TokenBucket,
 };
 
 pub const DEADLINE: Duration = Duration::from_millis(100);
@@ -14,7 +15,7 @@ pub const DEADLINE: Duration = Duration::from_millis(100);
 /// A limiter and its failure counters.
 pub struct Limiter {
     pub name: &'static str,
-    pub limiter: Arc<dyn RateLimiter>,
+    pub limiter: Arc<RateLimiter>,
     pub stats: Box<dyn Fn() -> FailureStats + Send + Sync>,
 }
 
@@ -37,8 +38,8 @@ pub fn every_algorithm(
             let counted = limiter.clone();
             Limiter {
                 name: $name,
-                limiter: limiter as Arc<dyn RateLimiter>,
-                stats: Box::new(move || counted.failure_stats()),
+                limiter,
+                stats: Box::new(move || counted.stats().failures),
             }
         }};
     }

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use memcache_ratelimit::limiter::DeniedRequests;
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{DeniedRequests, FailurePolicy, LimiterSpec, ManualClock, RateLimiter};
+use memcache_ratelimit::{FailurePolicy, LimiterSpec, ManualClock, RateLimiter};
 
 /// The quota every algorithm here enforces: 5 per 10 s.
 pub const LIMIT: u64 = 5;
@@ -36,7 +37,7 @@ pub fn build(
     store: Arc<dyn Store>,
     clock: &ManualClock,
     strict: bool,
-) -> Box<dyn RateLimiter> {
+) -> RateLimiter {
     let denied = if strict {
         DeniedRequests::Counted
     } else {

@@ -10,7 +10,8 @@ use common::memcached::Memcached;
 use common::unique_client;
 use memcache_ratelimit::config::Config;
 use memcache_ratelimit::store::Protocol;
-use memcache_ratelimit::{Algorithm, Quota, RateLimiter};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Algorithm, Quota};
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs

@@ -17,16 +17,17 @@ use std::time::{Duration, Instant};
 
 use common::memcached::{patient_store, Memcached};
 use common::unique_client;
-use memcache_ratelimit::{
-    CasPolicy, CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket,
-};
+use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::algorithm::CasStats;
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Error, Gcra, MemcachedStore, Quota, TokenBucket};
 
 const IN_FLIGHT: usize = 64;
 
 /// One limiter under test, with its statistics.
 struct Cas {
     name: &'static str,
-    limiter: Arc<dyn RateLimiter>,
+    limiter: Arc<dyn Limiter>,
     stats: Box<dyn Fn() -> CasStats + Send + Sync>,
 }
 
@@ -82,7 +83,7 @@ struct Tally {
 /// `client` as soon as the previous one is answered, until `each` requests
 /// or `until` (whichever comes first).
 async fn closed_loop(
-    limiter: &Arc<dyn RateLimiter>,
+    limiter: &Arc<dyn Limiter>,
     client: &[u8],
     each: usize,
     until: Instant,

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{unique_client, Fleet, T0};
+use memcache_ratelimit::algorithm::CasPolicy;
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{
-    CasPolicy, Error, Gcra, ManualClock, RateLimiter, SlidingLog, TokenBucket,
-};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Error, Gcra, ManualClock, RateLimiter, SlidingLog, TokenBucket};
 
 const CLIENTS: usize = 4;
 const TASKS: usize = 64;
@@ -24,7 +24,7 @@ const DECISIONS: usize = 600;
 /// Runs DECISIONS decisions for `client` across the tasks and returns how
 /// many were allowed. A decision that lost every compare-and-swap race is
 /// an error, not a decision: it is asked again.
-async fn round(limiters: &[Arc<dyn RateLimiter>], client: &Arc<Vec<u8>>) -> (usize, usize) {
+async fn round(limiters: &[Arc<dyn Limiter>], client: &Arc<Vec<u8>>) -> (usize, usize) {
     let budget = Arc::new(AtomicUsize::new(DECISIONS));
     let mut tasks = Vec::new();
     for t in 0..CLIENTS * TASKS {
@@ -71,7 +71,7 @@ const LOG_ROUNDS: [(u64, usize); 4] = [(0, 50), (60, 50), (30, 0), (30, 50)];
 async fn check_rounds(
     name: &str,
     clock: &ManualClock,
-    limiters: Vec<Arc<dyn RateLimiter>>,
+    limiters: Vec<Arc<dyn Limiter>>,
     conflicts: impl Fn() -> u64,
     rounds: [(u64, usize); 4],
 ) {
@@ -96,7 +96,7 @@ fn policy() -> CasPolicy {
 
 /// Builds one limiter per independent store client with `build` and runs
 /// the rounds on them.
-async fn exactness<L: RateLimiter + 'static>(
+async fn exactness<L: Limiter + 'static>(
     name: &str,
     rounds: [(u64, usize); 4],
     build: impl Fn(Arc<dyn Store>, &ManualClock) -> L,
@@ -112,7 +112,7 @@ async fn exactness<L: RateLimiter + 'static>(
             .collect();
         let limiters = typed
             .iter()
-            .map(|l| l.clone() as Arc<dyn RateLimiter>)
+            .map(|l| l.clone() as Arc<dyn Limiter>)
             .collect();
         let total = move || typed.iter().map(|l| conflicts(l)).sum();
         let name = format!("{name} on {}", fleet.name());
@@ -137,7 +137,7 @@ macro_rules! contended {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_bucket_admits_exactly_the_quota_under_contention() {
-    let conflicts = |l: &TokenBucket| l.cas_stats().conflicts;
+    let conflicts = |l: &RateLimiter| l.cas_stats().conflicts;
     exactness(
         "token bucket",
         LINEAR_ROUNDS,
@@ -149,12 +149,12 @@ async fn token_bucket_admits_exactly_the_quota_under_contention() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gcra_admits_exactly_the_quota_under_contention() {
-    let conflicts = |l: &Gcra| l.cas_stats().conflicts;
+    let conflicts = |l: &RateLimiter| l.cas_stats().conflicts;
     exactness("gcra", LINEAR_ROUNDS, contended!(Gcra), conflicts).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sliding_log_admits_exactly_the_quota_under_contention() {
-    let conflicts = |l: &SlidingLog| l.cas_stats().conflicts;
+    let conflicts = |l: &RateLimiter| l.cas_stats().conflicts;
     exactness("sliding log", LOG_ROUNDS, contended!(SlidingLog), conflicts).await;
 }

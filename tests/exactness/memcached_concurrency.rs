@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{unique_client, Fleet, T0};
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{FixedWindow, ManualClock, RateLimiter, SlidingWindow};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{FixedWindow, ManualClock, SlidingWindow};
 
 const CLIENTS: usize = 4;
 const TASKS: usize = 64;
@@ -18,7 +19,7 @@ const REQUESTS: usize = 1_000;
 
 /// Sends REQUESTS checks for `client` through CLIENTS × TASKS tasks, each
 /// store client with its own limiter, and returns how many were allowed.
-async fn race(limiters: Vec<Arc<dyn RateLimiter>>, client: Vec<u8>) -> usize {
+async fn race(limiters: Vec<Arc<dyn Limiter>>, client: Vec<u8>) -> usize {
     let client = Arc::new(client);
     let mut tasks = Vec::new();
     for t in 0..CLIENTS * TASKS {
@@ -59,7 +60,7 @@ async fn fixed_window_admits_exactly_the_limit() {
                         .deadline(Duration::from_secs(5))
                         .build()
                         .unwrap(),
-                ) as Arc<dyn RateLimiter>
+                ) as Arc<dyn Limiter>
             })
             .collect();
         assert_eq!(
@@ -84,7 +85,7 @@ async fn sliding_window_admits_the_limit_less_the_weighted_history() {
                     .deadline(Duration::from_secs(5))
                     .build()
                     .unwrap(),
-            ) as Arc<dyn RateLimiter>
+            ) as Arc<dyn Limiter>
         };
         for n in [1, 4, 12] {
             let client = unique_client("race-sliding");

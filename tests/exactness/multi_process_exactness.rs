@@ -12,9 +12,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::memcached::Memcached;
+use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
-    CasPolicy, FailurePolicy, FixedWindow, Gcra, ManualClock, MemcachedStore, Quota, RateLimiter,
-    SlidingLog, SlidingWindow, TokenBucket,
+    FailurePolicy, FixedWindow, Gcra, ManualClock, MemcachedStore, Quota, SlidingLog,
+    SlidingWindow, TokenBucket,
 };
 
 /// Set in a worker: `<algorithm> <memcached address> <start, unix ms>
@@ -181,7 +183,7 @@ fn since_epoch() -> Duration {
 /// of its own clock, store failures returned rather than absorbed, and
 /// enough compare-and-swap attempts that 128 writers at once all get
 /// through.
-fn limiter(algorithm: &str, store: Arc<MemcachedStore>) -> Arc<dyn RateLimiter> {
+fn limiter(algorithm: &str, store: Arc<MemcachedStore>) -> Arc<dyn Limiter> {
     let quota = Quota::per_minute(LIMIT.try_into().unwrap());
     // 7 s into a minute: the same window and sub-window for every process.
     let clock = ManualClock::from_unix_secs(common::T0 + 7);

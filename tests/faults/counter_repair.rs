@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{fixtures, unique_client};
 use memcache_ratelimit::store::PutCondition;
-use memcache_ratelimit::{Clock, FixedWindow, Gcra, RateLimiter, SlidingWindow};
+use memcache_ratelimit::{Clock, FixedWindow, Gcra, SlidingWindow};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -50,7 +50,7 @@ async fn a_window_counter_written_over_is_reset_and_reported() {
                 f.name
             );
         }
-        let stats = fixed.failure_stats();
+        let stats = fixed.stats().failures;
         assert_eq!((stats.repaired, stats.absorbed), (3, 0), "{}", f.name);
     }
 }
@@ -89,7 +89,7 @@ async fn an_older_bucket_written_over_is_reset_and_the_increment_counted_once() 
         assert_eq!(decision.remaining(), 9, "{}: the old 4 are gone", f.name);
         let counts = f.store.get_counters(&keys[..2]).await.unwrap();
         assert_eq!(counts, [Some(1), Some(0)], "{}", f.name);
-        assert_eq!(sliding.failure_stats().repaired, 1, "{}", f.name);
+        assert_eq!(sliding.stats().failures.repaired, 1, "{}", f.name);
     }
 }
 
@@ -113,7 +113,7 @@ async fn evicted_counters_and_states_are_made_again() {
             assert!(gcra.check(&client).await.unwrap().is_allowed());
         }
         let mut keys = fixed.keys_at(&client, f.clock.now()).unwrap();
-        keys.push(gcra.key(&client));
+        keys.push(common::state_key(&gcra, &client));
         assert_eq!(f.store.delete(&keys).await.unwrap(), 2, "{}", f.name);
         // An eviction looks like a client never seen: the whole quota again,
         // the one extra window the README promises at most.
@@ -144,7 +144,7 @@ async fn a_compare_and_swap_state_written_over_is_replaced_and_reported() {
         assert!(gcra.check(&client).await.unwrap().is_allowed());
         f.store
             .put(
-                &gcra.key(&client),
+                &common::state_key(&gcra, &client),
                 b"\xff garbage",
                 MINUTE,
                 PutCondition::Always,

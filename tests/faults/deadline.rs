@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::memcached::{patient_store, Memcached};
+use memcache_ratelimit::limiter::DEFAULT_DEADLINE;
 use memcache_ratelimit::{
-    Error, FailurePolicy, FixedWindow, LimiterBuilder, RateLimiter, SlidingWindow, DEFAULT_DEADLINE,
+    Error, FailurePolicy, FixedWindow, LimiterBuilder, RateLimiter, SlidingWindow,
 };
 
 #[test]
@@ -23,22 +24,18 @@ async fn a_hung_memcached_yields_a_deadline_error_not_a_hang() {
     // end the wait.
     let store = patient_store(vec![server.address()]).await;
     let deadline = Duration::from_millis(50);
-    let limiters: Vec<Box<dyn RateLimiter>> = vec![
-        Box::new(
-            FixedWindow::builder("10/minute".parse().unwrap(), store.clone())
-                .deadline(deadline)
-                .on_failure(FailurePolicy::ReturnError)
-                .build()
-                .unwrap(),
-        ),
-        Box::new(
-            SlidingWindow::builder("10/minute".parse().unwrap(), store.clone())
-                .sub_windows(4)
-                .deadline(deadline)
-                .on_failure(FailurePolicy::ReturnError)
-                .build()
-                .unwrap(),
-        ),
+    let limiters: Vec<RateLimiter> = vec![
+        FixedWindow::builder("10/minute".parse().unwrap(), store.clone())
+            .deadline(deadline)
+            .on_failure(FailurePolicy::ReturnError)
+            .build()
+            .unwrap(),
+        SlidingWindow::builder("10/minute".parse().unwrap(), store.clone())
+            .sub_windows(4)
+            .deadline(deadline)
+            .on_failure(FailurePolicy::ReturnError)
+            .build()
+            .unwrap(),
     ];
     for limiter in &limiters {
         assert!(limiter.check(b"warm").await.unwrap().is_allowed());

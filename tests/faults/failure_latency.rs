@@ -15,7 +15,7 @@ use common::memcached::{patient_store, Memcached};
 use common::policies::{
     assert_policy, decided_by_the_store_within_a_second, every_algorithm, Limiter,
 };
-use memcache_ratelimit::{FailurePolicy, RateLimiter};
+use memcache_ratelimit::FailurePolicy;
 
 /// Short, so that many decisions are measured in a few seconds: the bound
 /// is the deadline plus 5 ms, whatever the deadline.

@@ -13,7 +13,7 @@ use common::policies::{
     POLICIES,
 };
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{Clock, FailurePolicy, FixedWindow, ManualClock, RateLimiter};
+use memcache_ratelimit::{Clock, FailurePolicy, FixedWindow, ManualClock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_gets_each_policy_within_the_deadline_and_a_restart_recovers() {
@@ -115,7 +115,7 @@ async fn one_server_of_three_down_affects_only_the_clients_placed_on_it() {
     }
     eprintln!("one of three servers down: {affected} clients under the policy, {unaffected} decided as usual");
     assert!(affected > 0 && unaffected > 0);
-    assert_eq!(limiter.failure_stats().absorbed, affected);
+    assert_eq!(limiter.stats().failures.absorbed, affected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,7 +138,7 @@ async fn a_write_whose_outcome_is_unknown_is_never_sent_again() {
     for _ in 0..TRIES {
         assert!(limiter.check(client).await.unwrap().under_failure());
     }
-    assert_eq!(limiter.failure_stats().deadlines, TRIES);
+    assert_eq!(limiter.stats().failures.deadlines, TRIES);
 
     // What was sent lands once memcached goes on, once each: read until
     // the count stops moving.

@@ -17,7 +17,7 @@ const ROUNDS: usize = 20;
 const CONCURRENT: usize = 50;
 const DEADLINE: Duration = Duration::from_millis(50);
 
-fn limiter(store: Arc<dyn Store>) -> Arc<FixedWindow> {
+fn limiter(store: Arc<dyn Store>) -> Arc<RateLimiter> {
     Arc::new(
         FixedWindow::builder("1000000/minute".parse().unwrap(), store)
             .deadline(DEADLINE)
@@ -29,7 +29,7 @@ fn limiter(store: Arc<dyn Store>) -> Arc<FixedWindow> {
 
 /// Runs `rounds` rounds of `CONCURRENT` decisions at once; how many were
 /// answered (allowed or denied) rather than failed.
-async fn decide(limiter: &Arc<FixedWindow>, rounds: usize) -> usize {
+async fn decide(limiter: &Arc<RateLimiter>, rounds: usize) -> usize {
     let mut answered = 0;
     for round in 0..rounds {
         let tasks: Vec<_> = (0..CONCURRENT)

@@ -12,7 +12,8 @@ use chrono::DateTime;
 use common::states::{self, Algorithm};
 use common::{fixtures, unique_client, T0};
 use memcache_ratelimit::store::PutCondition;
-use memcache_ratelimit::{Gcra, HybridQuota, RateLimiter, SlidingLog, TokenBucket};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Gcra, HybridQuota, SlidingLog, TokenBucket};
 
 const YEAR_2200: i64 = 7_258_118_400;
 
@@ -40,7 +41,7 @@ async fn gcra_state_from_the_far_future_does_not_block_for_centuries() {
         "retry_after {retry:?}, reset_after {:?}: {decision:?}",
         decision.reset_after()
     );
-    assert_eq!(gcra.failure_stats().repaired, 1);
+    assert_eq!(gcra.stats().failures.repaired, 1);
     // Admitted again no later than promised.
     f.clock.advance(retry);
     assert!(gcra.check(&client).await.unwrap().is_allowed());
@@ -51,7 +52,7 @@ async fn gcra_state_from_the_far_future_does_not_block_for_centuries() {
 /// truth, and the state read was counted as repaired.
 async fn spent_in_2200_then_asked_now(
     f: &common::Fixture,
-    limiter: &dyn RateLimiter,
+    limiter: &dyn Limiter,
     name: &str,
     horizon: Duration,
 ) {
@@ -125,7 +126,7 @@ const NANOS: i64 = 1_000_000_000;
 
 /// Writes `value` at the key `limiter` keeps for `client`, found through
 /// [`RateLimiter::inspect`].
-async fn write_raw(f: &common::Fixture, limiter: &dyn RateLimiter, client: &[u8], value: &[u8]) {
+async fn write_raw(f: &common::Fixture, limiter: &dyn Limiter, client: &[u8], value: &[u8]) {
     let key = limiter.inspect(client).await.unwrap().keys.remove(0).key;
     f.store
         .put(key.as_bytes(), value, DAY, PutCondition::Always)
@@ -141,7 +142,7 @@ async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
             let name = format!("{} {algorithm:?}", f.name);
             let client = unique_client("raw-2200");
             let spent = states::spent_at(algorithm, YEAR_2200 * NANOS);
-            write_raw(&f, limiter.as_ref(), &client, &spent).await;
+            write_raw(&f, &limiter, &client, &spent).await;
             let denied = limiter.check(&client).await.unwrap();
             assert!(denied.is_denied(), "{name}: {denied:?}");
             let retry = denied.retry_after().unwrap();
@@ -196,7 +197,7 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
             ];
             for (index, value) in garbage.iter().enumerate() {
                 let client = unique_client("no-state");
-                write_raw(&f, limiter.as_ref(), &client, value).await;
+                write_raw(&f, &limiter, &client, value).await;
                 let decision = limiter.check(&client).await.unwrap();
                 if algorithm == states::GCRA && index == 1 {
                     // For GCRA a number is a state: a TAT centuries ahead,
@@ -230,13 +231,7 @@ async fn states_from_the_past_or_within_the_skew_are_believed() {
         let now = T0 * NANOS;
         for at in [i64::MIN, 0, now - 100 * NANOS, now, now + NANOS] {
             let client = unique_client("believed");
-            write_raw(
-                &f,
-                limiter.as_ref(),
-                &client,
-                &states::spent_at(algorithm, at),
-            )
-            .await;
+            write_raw(&f, &limiter, &client, &states::spent_at(algorithm, at)).await;
             let decision = limiter.check(&client).await.unwrap();
             if let Some(retry) = decision.retry_after() {
                 assert!(retry <= states::horizon(algorithm), "{algorithm:?} at {at}");

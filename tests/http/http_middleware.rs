@@ -16,7 +16,7 @@ use http::{Request, Response, StatusCode};
 use memcache_ratelimit::http::{ApiKey, ClientIp, Header, MissingKey, RateLimitLayer};
 use memcache_ratelimit::{
     Algorithm, DynamicLimiter, FailurePolicy, LimiterSpec, ManualClock, MemoryStore, Quota,
-    SlidingWindow,
+    RateLimiter, SlidingWindow,
 };
 use tower::{Layer, Service, ServiceExt};
 
@@ -47,7 +47,7 @@ fn clock() -> ManualClock {
     ManualClock::from_unix_secs(common::T0)
 }
 
-fn window(quota: &str, clock: &ManualClock) -> SlidingWindow {
+fn window(quota: &str, clock: &ManualClock) -> RateLimiter {
     SlidingWindow::builder(
         quota.parse().unwrap(),
         Arc::new(MemoryStore::with_clock(clock.clone())),

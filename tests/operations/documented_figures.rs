@@ -3,10 +3,13 @@
 
 use std::time::Duration;
 
+use memcache_ratelimit::limiter::DEFAULT_DEADLINE;
+use memcache_ratelimit::limiter::DEFAULT_MAX_CLOCK_SKEW;
+use memcache_ratelimit::limiter::MAX_DEADLINE;
+use memcache_ratelimit::quota::MAX_LIMIT;
+use memcache_ratelimit::quota::MAX_PERIOD;
+use memcache_ratelimit::quota::MIN_PERIOD;
 use memcache_ratelimit::store::{MemcachedStore, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
-use memcache_ratelimit::{
-    DEFAULT_DEADLINE, DEFAULT_MAX_CLOCK_SKEW, MAX_DEADLINE, MAX_LIMIT, MAX_PERIOD, MIN_PERIOD,
-};
 
 const README: &str = include_str!("../../README.md");
 

@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::faults::LosingCas;
+use memcache_ratelimit::algorithm::CasPolicy;
 use memcache_ratelimit::{
-    CasPolicy, FailurePolicy, Gcra, ManualClock, MemoryStore, RateLimiter, SlidingWindow,
+    FailurePolicy, Gcra, ManualClock, MemoryStore, RateLimiter, SlidingWindow,
 };
 
 /// Everything the subscriber wrote, as text.
@@ -64,7 +65,7 @@ fn traced<F: std::future::Future<Output = ()>>(test: impl FnOnce() -> F) -> Capt
 }
 
 /// A sliding window of 2 per minute on the embedded store, at `T0`.
-fn two_per_minute() -> SlidingWindow {
+fn two_per_minute() -> RateLimiter {
     let clock = ManualClock::from_unix_secs(common::T0);
     SlidingWindow::builder(
         "2/minute".parse().unwrap(),

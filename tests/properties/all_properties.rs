@@ -180,7 +180,7 @@ struct Outcome {
 /// A fresh limiter on a fresh store, with the clock at the scenario's start.
 struct Run {
     clock: ManualClock,
-    limiter: Box<dyn RateLimiter>,
+    limiter: RateLimiter,
 }
 
 impl Run {
@@ -189,50 +189,38 @@ impl Run {
         clock.advance(Duration::from_nanos(s.offset));
         let store = Arc::new(MemoryStore::with_clock(clock.clone()));
         let quota = s.quota();
-        let limiter: Box<dyn RateLimiter> = match kind {
-            Kind::FixedWindow => Box::new(
-                FixedWindow::builder(quota, store)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::SlidingWindow1 | Kind::SlidingWindow4 => Box::new(
-                SlidingWindow::builder(quota, store)
-                    .sub_windows(if kind == Kind::SlidingWindow1 { 1 } else { 4 })
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::TokenBucket => Box::new(
-                TokenBucket::builder(quota, store)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::Gcra => Box::new(
-                Gcra::builder(quota, store)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::SlidingLog => Box::new(
-                SlidingLog::builder(quota, store)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::HybridQuota => Box::new(
-                HybridQuota::builder(quota, store)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
+        let limiter: RateLimiter = match kind {
+            Kind::FixedWindow => FixedWindow::builder(quota, store)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::SlidingWindow1 | Kind::SlidingWindow4 => SlidingWindow::builder(quota, store)
+                .sub_windows(if kind == Kind::SlidingWindow1 { 1 } else { 4 })
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::TokenBucket => TokenBucket::builder(quota, store)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::Gcra => Gcra::builder(quota, store)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::SlidingLog => SlidingLog::builder(quota, store)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::HybridQuota => HybridQuota::builder(quota, store)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
         };
         Self { clock, limiter }
     }

@@ -130,7 +130,7 @@ struct Outcome {
 /// A fresh limiter on a fresh store, with the clock at the scenario's start.
 struct Run {
     clock: ManualClock,
-    limiter: Box<dyn RateLimiter>,
+    limiter: RateLimiter,
 }
 
 impl Run {
@@ -138,23 +138,19 @@ impl Run {
         let clock = ManualClock::from_unix_secs(T0);
         clock.advance(Duration::from_nanos(s.offset));
         let store = Arc::new(MemoryStore::with_clock(clock.clone()));
-        let limiter: Box<dyn RateLimiter> = match kind {
-            Kind::TokenBucket => Box::new(
-                TokenBucket::builder(s.quota(), store)
-                    .capacity(s.burst)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
-            Kind::Gcra => Box::new(
-                Gcra::builder(s.quota(), store)
-                    .burst(s.burst)
-                    .strict(strict)
-                    .clock(clock.clone())
-                    .build()
-                    .unwrap(),
-            ),
+        let limiter: RateLimiter = match kind {
+            Kind::TokenBucket => TokenBucket::builder(s.quota(), store)
+                .capacity(s.burst)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+            Kind::Gcra => Gcra::builder(s.quota(), store)
+                .burst(s.burst)
+                .strict(strict)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
         };
         Self { clock, limiter }
     }

@@ -9,9 +9,10 @@ use crate::common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use memcache_ratelimit::key::KeySpace;
 use memcache_ratelimit::key::{is_valid_key, routing_prefix};
 use memcache_ratelimit::{
-    FixedWindow, Gcra, KeySpace, MemoryStore, Quota, SlidingLog, SlidingWindow, TokenBucket,
+    FixedWindow, Gcra, MemoryStore, Quota, SlidingLog, SlidingWindow, TokenBucket,
 };
 use proptest::prelude::*;
 
@@ -122,11 +123,11 @@ fn keys_of(namespace: &str, id: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
         keys.push(("sliding 4 x 15 s", key));
     }
     let gcra = |q: &str| {
-        Gcra::builder(quota(q), store.clone())
+        let limiter = Gcra::builder(quota(q), store.clone())
             .namespace(namespace)
             .build()
-            .unwrap()
-            .key(id)
+            .unwrap();
+        common::state_key(&limiter, id)
     };
     keys.push(("gcra 10/minute", gcra("10/minute")));
     keys.push(("gcra 10/hour", gcra("10/hour")));
@@ -134,12 +135,12 @@ fn keys_of(namespace: &str, id: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
         .namespace(namespace)
         .build()
         .unwrap();
-    keys.push(("token bucket", bucket.key(id)));
+    keys.push(("token bucket", common::state_key(&bucket, id)));
     let log = SlidingLog::builder(quota("10/minute"), store.clone())
         .namespace(namespace)
         .build()
         .unwrap();
-    keys.push(("sliding log", log.key(id)));
+    keys.push(("sliding log", common::state_key(&log, id)));
     keys
 }
 

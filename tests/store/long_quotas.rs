@@ -21,9 +21,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::{patient, Fixture};
 use memcache_ratelimit::store::{Counters, PutCondition, PutOutcome, Store, Versioned};
-use memcache_ratelimit::{
-    FixedWindow, Gcra, Quota, RateLimiter, SlidingWindow, StoreError, TokenBucket,
-};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{FixedWindow, Gcra, Quota, SlidingWindow, StoreError, TokenBucket};
 
 /// The lifetime each key was last written with.
 type Written = Arc<Mutex<Vec<(Vec<u8>, Duration)>>>;
@@ -130,7 +129,7 @@ fn limiters(
     period: &str,
     store: Arc<dyn Store>,
     fixture: &Fixture,
-) -> Vec<(&'static str, Arc<dyn RateLimiter>)> {
+) -> Vec<(&'static str, Arc<dyn Limiter>)> {
     let quota: Quota = format!("3/{period}").parse().unwrap();
     let clock = || fixture.clock.clone();
     let space = |name: &str| format!("long-{}-{name}-{period}", fixture.name);
@@ -143,7 +142,7 @@ fn limiters(
                     .namespace(space("fixed"))
                     .build()
                     .unwrap(),
-            ) as Arc<dyn RateLimiter>,
+            ) as Arc<dyn Limiter>,
         ),
         (
             "sliding window",

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::memcached::Memcached;
 use common::T0;
 use memcache_ratelimit::store::{CountingStore, Store};
-use memcache_ratelimit::{Clock, ManualClock, MemcachedStore, RateLimiter, SlidingWindow};
+use memcache_ratelimit::{Clock, ManualClock, MemcachedStore, SlidingWindow};
 
 #[tokio::test]
 async fn each_client_lives_on_one_server_and_clients_spread_over_all() {

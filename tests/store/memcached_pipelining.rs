@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use common::memcached::Memcached;
 use common::{unique_client, T0};
+use memcache_ratelimit::store::StoreErrorKind;
 use memcache_ratelimit::store::{PutCondition, PutOutcome, Store};
 use memcache_ratelimit::{
-    Error, FailurePolicy, ManualClock, MemcachedStore, RateLimiter, SlidingWindow, StoreErrorKind,
+    Error, FailurePolicy, ManualClock, MemcachedStore, RateLimiter, SlidingWindow,
 };
 use tokio::sync::Barrier;
 
@@ -408,7 +409,7 @@ async fn a_hung_memcached_yields_deadline_errors_promptly_and_then_recovers() {
         // The short deadline while memcached hangs; a long one around it,
         // so a loaded test machine cannot fail the checks that must pass.
         let (hasty, patient) = (limiter(deadline), limiter(Duration::from_secs(5)));
-        let checks = |limiter: &Arc<SlidingWindow>, count: usize| {
+        let checks = |limiter: &Arc<RateLimiter>, count: usize| {
             let tasks: Vec<_> = (0..count)
                 .map(|_| {
                     let limiter = limiter.clone();

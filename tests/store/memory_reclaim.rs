@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore, RateLimiter, SlidingWindow};
+use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore, SlidingWindow};
 
 #[tokio::test]
 async fn a_million_one_shot_clients_leave_the_store_bounded() {
@@ -25,7 +26,7 @@ async fn a_million_one_shot_clients_leave_the_store_bounded() {
     let mut peak = 0;
     for client in 0..1_000_000u32 {
         let id = client.to_le_bytes();
-        let limiter: &dyn RateLimiter = if client % 2 == 0 { &fixed } else { &sliding };
+        let limiter: &dyn Limiter = if client % 2 == 0 { &fixed } else { &sliding };
         assert!(limiter.check(&id).await.unwrap().is_allowed());
         clock.advance(step);
         if client % 1_000 == 0 {

@@ -11,7 +11,7 @@ use common::memcached::Memcached;
 use common::twemproxy::Twemproxy;
 use common::unique_client;
 use memcache_ratelimit::store::{MemcachedStore, Protocol, Store};
-use memcache_ratelimit::{FailurePolicy, RateLimiter, SlidingWindow};
+use memcache_ratelimit::{FailurePolicy, SlidingWindow};
 
 async fn store(address: String, protocol: Protocol) -> MemcachedStore {
     MemcachedStore::builder()

@@ -7,8 +7,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::{fixtures, unique_client, Fixture};
+use memcache_ratelimit::store::StoreErrorKind;
 use memcache_ratelimit::store::{PutCondition, PutOutcome};
-use memcache_ratelimit::StoreErrorKind;
 
 fn key(tag: &str) -> Vec<u8> {
     let mut key = b"conf:".to_vec();

@@ -7,8 +7,9 @@ use std::error::Error as _;
 use std::time::Duration;
 
 use common::memcached::Memcached;
+use memcache_ratelimit::store::StoreErrorKind;
 use memcache_ratelimit::store::{ClassicStore, Protocol, Store};
-use memcache_ratelimit::{MemcachedStore, StoreError, StoreErrorKind};
+use memcache_ratelimit::{MemcachedStore, StoreError};
 
 /// The I/O error at the end of `error`'s chain of sources.
 fn io_cause(error: &StoreError) -> Option<std::io::ErrorKind> {

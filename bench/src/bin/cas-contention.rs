@@ -17,7 +17,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use memcache::exp::AsyncMetaClient;
-use memcache_ratelimit::{CasStats, Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket};
+use memcache_ratelimit::algorithm::CasStats;
+use memcache_ratelimit::{Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket};
 use memcache_ratelimit_bench::algorithm::measured;
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{cas_policy, median, Runs, OPEN_QUOTA, RAW_TTL};
@@ -31,7 +32,7 @@ const TIGHT_QUOTA: &str = "100/second";
 #[derive(Parser, Debug)]
 #[command(
     name = "cas-contention",
-    about = "Compare-and-swap contention on one hot key: Gcra and TokenBucket from 1 and several processes, and an over-admission check"
+    about = "Compare-and-swap contention on one hot key: RateLimiter and TokenBucket from 1 and several processes, and an over-admission check"
 )]
 struct Args {
     #[command(flatten)]
@@ -116,8 +117,8 @@ const LIMITERS: [Kind; 2] = [Kind::Gcra, Kind::TokenBucket];
 /// The thing a worker calls.
 enum Target {
     Raw(AsyncMetaClient),
-    Gcra(Arc<Gcra>),
-    TokenBucket(Arc<TokenBucket>),
+    Gcra(Arc<RateLimiter>),
+    TokenBucket(Arc<RateLimiter>),
 }
 
 impl Target {
@@ -129,7 +130,7 @@ impl Target {
         }
     }
 
-    fn limiter(&self) -> Option<Arc<dyn RateLimiter>> {
+    fn limiter(&self) -> Option<Arc<RateLimiter>> {
         match self {
             Target::Raw(_) => None,
             Target::Gcra(limiter) => Some(limiter.clone()),

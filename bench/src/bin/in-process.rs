@@ -75,7 +75,7 @@ type Governor = governor::DefaultKeyedRateLimiter<Vec<u8>>;
 /// What a run calls: a fresh limiter (on a fresh store) per run.
 enum Target {
     Governor(Governor),
-    Limiter(Arc<dyn RateLimiter>),
+    Limiter(Arc<RateLimiter>),
 }
 
 /// A new limiter with the defaults a user gets (system clock, deadline,

@@ -55,7 +55,7 @@ impl Case {
         }
     }
 
-    fn limiter(self, store: Arc<dyn Store>) -> Arc<dyn RateLimiter> {
+    fn limiter(self, store: Arc<dyn Store>) -> Arc<RateLimiter> {
         let quota = OPEN_QUOTA.parse().expect("quota");
         match self {
             Case::Sliding4 => Arc::new(
@@ -89,12 +89,7 @@ struct Run {
 }
 
 /// `in_flight` tasks deciding for random clients for `seconds`.
-async fn run(
-    limiter: Arc<dyn RateLimiter>,
-    in_flight: usize,
-    seconds: f64,
-    seed: u64,
-) -> (u64, u64) {
+async fn run(limiter: Arc<RateLimiter>, in_flight: usize, seconds: f64, seed: u64) -> (u64, u64) {
     let end = Instant::now() + Duration::from_secs_f64(seconds);
     let tasks: Vec<_> = (0..in_flight)
         .map(|slot| {

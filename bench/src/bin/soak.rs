@@ -192,7 +192,7 @@ async fn soak(args: &Args, server: &Memcached) -> Outcome {
             .build()
             .expect("limiter"),
     );
-    let limiters: [Arc<dyn RateLimiter>; 3] = [fixed, sliding, gcra];
+    let limiters: [Arc<RateLimiter>; 3] = [fixed, sliding, gcra];
     let admitted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let errors = Arc::new(AtomicU64::new(0));
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));

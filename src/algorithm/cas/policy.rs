@@ -16,7 +16,8 @@ use crate::error::ConfigError;
 /// requests with [`Error::Contention`](crate::Error::Contention).
 ///
 /// ```
-/// use memcache_ratelimit::{CasPolicy, MemoryStore, TokenBucket};
+/// use memcache_ratelimit::{MemoryStore, TokenBucket};
+/// use memcache_ratelimit::algorithm::CasPolicy;
 /// use std::sync::Arc;
 /// use std::time::Duration;
 ///
