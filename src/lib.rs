@@ -17,7 +17,8 @@
 //!   to twice the limit across a window boundary.
 //! - [`TokenBucket`] and [`Gcra`]: linear limiters with a burst, kept as one
 //!   value per client and updated by optimistic compare-and-swap (memcached
-//!   has no transactions), with bounded, jittered retries ([`CasPolicy`]).
+//!   has no transactions), with bounded, jittered retries
+//!   ([`CasPolicy`](algorithm::CasPolicy)).
 //!   [`Gcra`] can also queue requests up to a maximum delay.
 //! - [`SlidingLog`]: the exact sliding log, every admitted timestamp in one
 //!   value, for small limits that must hold over every window.
@@ -33,6 +34,9 @@
 //! - With the `tower` feature, the [`http`] module rate limits axum and hyper
 //!   services, answering 429 with `Retry-After` and the IETF `RateLimit`
 //!   header fields.
+//! - Every algorithm builds the same [`RateLimiter`]; what wraps one
+//!   ([`DenyCache`], [`DynamicLimiter`]) shares the object-safe [`Limiter`]
+//!   trait with it, and the http layer takes any [`Limiter`].
 //! - Every limiter counts its decisions ([`RateLimiter::stats`]), exports
 //!   them through the `metrics` facade (feature `metrics`) and runs each
 //!   decision in a `tracing` span.
@@ -40,7 +44,7 @@
 //! # Example
 //!
 //! ```
-//! use memcache_ratelimit::{ManualClock, MemoryStore, Quota, RateLimiter, SlidingWindow};
+//! use memcache_ratelimit::{ManualClock, MemoryStore, Quota, SlidingWindow};
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //!
@@ -73,7 +77,7 @@
 //!
 //! ```no_run
 //! # #[cfg(feature = "memcached")] {
-//! use memcache_ratelimit::{MemcachedStore, RateLimiter, SlidingWindow};
+//! use memcache_ratelimit::{MemcachedStore, SlidingWindow};
 //! use std::sync::Arc;
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -89,6 +93,38 @@
 //! # }
 //! # }
 //! ```
+//!
+//! # Layout
+//!
+//! Each folder of `src/` is one layer, and a layer uses only the layers
+//! below it; no module uses one that uses it back (`scripts/check-module-deps`
+//! checks both in CI):
+//!
+//! ```text
+//! http ──> limiter ──> algorithm ──> store ──> memcache, tokio
+//!   (config builds limiters and stores; key, quota, clock, decision and
+//!    error are leaves every layer may use)
+//! ```
+//!
+//! - [`http`]: the tower layer, the IETF `RateLimit` header fields, client
+//!   extraction.
+//! - [`limiter`]: the façade. [`RateLimiter`] holds its algorithm's engine
+//!   and its [`FailurePolicy`]; [`LimiterBuilder`] and [`LimiterSpec`]
+//!   describe and validate one; [`DenyCache`] and [`DynamicLimiter`] wrap
+//!   one, sharing the [`Limiter`] trait.
+//! - [`algorithm`]: one engine per algorithm, written once over the store
+//!   contract: `window/` (the fixed and sliding windows, their pure
+//!   arithmetic, the sealed-bucket cache) and `cas/` (the optimistic
+//!   compare-and-swap loop, local combining, one module per policy: token
+//!   bucket, GCRA, sliding log, hybrid quota).
+//! - [`store`]: the [`Store`](store::Store) contract, the in-process
+//!   [`MemoryStore`], and `store/memcached/` (meta and classic protocols,
+//!   the pipeline, the client router, the errors).
+//!
+//! A decision follows the arrows: [`RateLimiter::check`] reads the clock
+//! and asks its engine (`algorithm::Engine`, a `match` over the
+//! algorithms), which calls the store once; a store failure goes to the
+//! failure policy.
 //!
 //! # Choosing an algorithm
 //!

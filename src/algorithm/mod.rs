@@ -13,7 +13,7 @@
 //!
 //! A denied request costs the window algorithms one more round trip (the
 //! refund) unless denied requests are counted
-//! ([`DeniedRequests`](crate::DeniedRequests)). The compare-and-swap
+//! ([`DeniedRequests`]). The compare-and-swap
 //! algorithms retry their read and write when another writer got there
 //! first ([`CasPolicy`]).
 

@@ -18,7 +18,7 @@
 //! - **Keys** are 1 to 250 bytes with no whitespace or control bytes
 //!   ([`is_valid_key`](crate::key::is_valid_key)); anything else is an
 //!   [`InvalidKey`](crate::store::StoreErrorKind::InvalidKey) error. Keys built by
-//!   [`KeySpace`](crate::KeySpace) always qualify.
+//!   [`KeySpace`](crate::key::KeySpace) always qualify.
 //! - **Expiry** is set when an item is created and never extended:
 //!   incrementing or decrementing a counter keeps its expiry, and only a
 //!   `put` (which writes a whole new item) sets a new one. TTLs are rounded

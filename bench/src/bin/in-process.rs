@@ -4,7 +4,7 @@
 
 use clap::Parser;
 use governor::Quota as GovernorQuota;
-use memcache_ratelimit::{MemoryStore, RateLimiter};
+use memcache_ratelimit::{Limiter, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
@@ -46,6 +46,12 @@ struct Args {
     /// Do not pin the benchmark to one CPU.
     #[arg(long)]
     no_pin: bool,
+    /// Call the limiters through `&dyn Limiter`, the object-safe trait (a
+    /// virtual call and a boxed future per decision), instead of the
+    /// `RateLimiter` itself (a `match` over its engine): what holding the
+    /// engine as a trait object would cost.
+    #[arg(long)]
+    through_trait: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +162,13 @@ async fn warm_up(target: &Target, clients: &Clients, mode: Mode) {
     }
 }
 
-async fn one_run(target: &Target, clients: &Clients, mode: Mode, seconds: f64) -> RunResult {
+async fn one_run(
+    target: &Target,
+    clients: &Clients,
+    mode: Mode,
+    seconds: f64,
+    through_trait: bool,
+) -> RunResult {
     warm_up(target, clients, mode).await;
     let mut counts = Counts::default();
     let mut first_error = None;
@@ -179,11 +191,17 @@ async fn one_run(target: &Target, clients: &Clients, mode: Mode, seconds: f64) -
                 }
             }
             Target::Limiter(limiter) => {
+                let object: &dyn Limiter = limiter.as_ref();
                 for _ in 0..BATCH {
                     let id = clients.pick(mode, i);
                     i += 1;
-                    // The limiter itself, not the `Box` around it.
-                    match limiter.as_ref().check(id).await {
+                    // The limiter itself, not the `Arc` around it.
+                    let outcome = if through_trait {
+                        object.check(id).await
+                    } else {
+                        limiter.as_ref().check(id).await
+                    };
+                    match outcome {
                         Ok(decision) if decision.is_allowed() => counts.allowed += 1,
                         Ok(_) => counts.denied += 1,
                         Err(error) => {
@@ -260,7 +278,14 @@ fn main() {
         own_cpus(),
         cpu_count()
     );
-    println!("- one thread: a tokio current_thread runtime, one decision at a time (`limiter.check(id).await`; governor: `check_key(&id)`)");
+    println!(
+        "- one thread: a tokio current_thread runtime, one decision at a time ({}; governor: `check_key(&id)`)",
+        if args.through_trait {
+            "`limiter.check(id).await` through `&dyn Limiter`"
+        } else {
+            "`limiter.check(id).await` on the `RateLimiter`"
+        }
+    );
     println!("- store: a new `MemoryStore::new()` per run (system clock), limiters with their defaults but the quota and the namespace (store failures returned as errors; an in-process store has none)");
     println!(
         "- {} run(s) of {} s per case, after one untimed decision per client; seed {}",
@@ -276,8 +301,13 @@ fn main() {
             let mut runs = Vec::new();
             for run in 0..args.timing.runs {
                 let target = target(kind);
-                let result =
-                    runtime.block_on(one_run(&target, &clients, mode, args.timing.seconds));
+                let result = runtime.block_on(one_run(
+                    &target,
+                    &clients,
+                    mode,
+                    args.timing.seconds,
+                    args.through_trait,
+                ));
                 eprintln!(
                     "[{:>5.0} s] {:?} {} run {}: {:.0}/s ({:.1} ns/decision, {} CPU ns/decision), allowed {} denied {} errors {}{}",
                     started.elapsed().as_secs_f64(),

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// What a compare-and-swap limiter has been through, since it was built.
 ///
 /// Requests for one key that overlap in time are decided together, as a
-/// group with one read and one write (see [`CasPolicy`](crate::CasPolicy)); `attempts`,
+/// group with one read and one write (see [`CasPolicy`](crate::algorithm::CasPolicy)); `attempts`,
 /// `conflicts` and `retries` count those shared read-decide-write attempts,
 /// while `decisions`, `exhausted` and `combined` count requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub struct CasStats {
     /// Stored values that could not be read as this algorithm's state and
     /// were replaced. Each is also counted, with the states clamped to the
     /// policy's horizon, in
-    /// [`FailureStats::repaired`](crate::FailureStats::repaired).
+    /// [`FailureStats::repaired`](crate::limiter::FailureStats::repaired).
     pub replaced: u64,
     /// Requests decided in a group with at least one other request, sharing
     /// its read and write instead of racing it. Zero when requests for a

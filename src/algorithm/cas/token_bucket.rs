@@ -18,7 +18,7 @@ const EPSILON: f64 = 1e-9;
 /// fractions kept). A request of cost `c` takes `c` tokens if the bucket
 /// holds them. The state is one memcached value, `<tokens> <updated>`, read
 /// with its CAS token and written back with compare-and-swap (created with
-/// `add`), in the shared optimistic loop ([`CasPolicy`](crate::CasPolicy)).
+/// `add`), in the shared optimistic loop ([`CasPolicy`](crate::algorithm::CasPolicy)).
 ///
 /// The capacity defaults to the limit; a larger one lets a quiet client
 /// burst above the rate for a moment ("initial tokens above the limit"),
@@ -35,7 +35,7 @@ const EPSILON: f64 = 1e-9;
 /// are slow to throttle a moderately abusive client; the sliding window and
 /// [`HybridQuota`](crate::HybridQuota) react within one period.
 ///
-/// **Strict mode** ([`DeniedRequests::Counted`](crate::DeniedRequests)):
+/// **Strict mode** ([`DeniedRequests::Counted`](crate::limiter::DeniedRequests)):
 /// denied requests take their tokens too, down to `−capacity`, so a client
 /// that keeps sending faster than the rate stays denied until it slows
 /// down.
@@ -49,7 +49,7 @@ const EPSILON: f64 = 1e-9;
 /// tokens outside `±capacity`) counts as a new client, and an update time
 /// further ahead than the limiter's `max_clock_skew` is clamped to it;
 /// either repair is counted in
-/// [`FailureStats::repaired`](crate::FailureStats). No decision announces a
+/// [`FailureStats::repaired`](crate::limiter::FailureStats). No decision announces a
 /// wait longer than a refill from `−capacity` to `capacity` plus the skew.
 ///
 /// ```

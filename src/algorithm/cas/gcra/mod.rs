@@ -48,7 +48,7 @@ use crate::quota::Quota;
 /// new client, and a TAT further ahead than any writer could have put it
 /// (the burst tolerance `B·T`, plus the longer of one period and `B·T`,
 /// plus the limiter's `max_clock_skew`) is clamped to that horizon; either
-/// repair is counted in [`FailureStats::repaired`](crate::FailureStats).
+/// repair is counted in [`FailureStats::repaired`](crate::limiter::FailureStats).
 /// No decision announces a wait beyond the horizon.
 ///
 /// ```

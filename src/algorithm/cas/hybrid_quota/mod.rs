@@ -70,13 +70,13 @@ use crate::quota::Quota;
 /// is the time until a whole quota is available again: the end of the
 /// window (bursty) or the refill to `q` (smooth). The state is one
 /// memcached value, `<b|s> <bucket> <time>`, in the shared optimistic loop
-/// ([`CasPolicy`](crate::CasPolicy)); it expires once it would mean the
+/// ([`CasPolicy`](crate::algorithm::CasPolicy)); it expires once it would mean the
 /// same as no state.
 /// A denial writes nothing unless strict: tokens accrue linearly, so the
 /// stored state already implies the same later decisions, and a flooding
 /// client costs reads only.
 ///
-/// **Strict mode** ([`DeniedRequests::Counted`](crate::DeniedRequests)): a
+/// **Strict mode** ([`DeniedRequests::Counted`](crate::limiter::DeniedRequests)): a
 /// denied request takes its cost too, down to `−q`. In bursty mode that
 /// debt lasts only until the window ends.
 ///
@@ -87,7 +87,7 @@ use crate::quota::Quota;
 /// **Stored state** is validated: a value that is not a state (or a bucket
 /// outside `±q`) counts as a new client, and a `time` further ahead than
 /// the limiter's `max_clock_skew` is clamped to it; either repair is
-/// counted in [`FailureStats::repaired`](crate::FailureStats). No decision
+/// counted in [`FailureStats::repaired`](crate::limiter::FailureStats). No decision
 /// announces a wait longer than two windows plus the skew.
 ///
 /// ```

@@ -39,7 +39,7 @@ const VERSION: u8 = 1;
 /// boundary effects and no estimate, at the price of a value that grows
 /// with the limit (hence [`MAX_LOG_LIMIT`]) and is read and written whole
 /// on every decision, in the shared optimistic loop
-/// ([`CasPolicy`](crate::CasPolicy)).
+/// ([`CasPolicy`](crate::algorithm::CasPolicy)).
 ///
 /// The log is stored compactly: a version byte, the oldest timestamp as a
 /// little-endian `i64` (unix nanoseconds), then each later entry as the
@@ -51,7 +51,7 @@ const VERSION: u8 = 1;
 /// leave the window for the request to fit; `reset_after` is the time until
 /// the newest entry leaves it.
 ///
-/// **Strict mode** ([`DeniedRequests::Counted`](crate::DeniedRequests)):
+/// **Strict mode** ([`DeniedRequests::Counted`](crate::limiter::DeniedRequests)):
 /// denied requests are recorded too, dropping the oldest entries to stay at
 /// `limit`, so a client sending faster than the limit stays denied until
 /// it slows down. Admitted requests still never exceed the limit in any
@@ -67,7 +67,7 @@ const VERSION: u8 = 1;
 /// **Stored state** is validated: a value that is not a log (or holds more
 /// than `limit` entries) counts as a new client, and entries further ahead
 /// than the limiter's `max_clock_skew` are clamped to it; either repair is
-/// counted in [`FailureStats::repaired`](crate::FailureStats). No decision
+/// counted in [`FailureStats::repaired`](crate::limiter::FailureStats). No decision
 /// announces a wait longer than one period plus the skew.
 ///
 /// ```
