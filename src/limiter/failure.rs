@@ -250,7 +250,16 @@ impl Failures {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        let outcome = self.absorb(outcome, quota, key, cost, now).await;
+        let outcome = match outcome {
+            Err(error @ (Error::Store(_) | Error::DeadlineExceeded(_))) => {
+                let stand_in = match &self.policy {
+                    Policy::Fallback(local) => Some(Box::pin(local.decide(key, cost, now)).await),
+                    _ => None,
+                };
+                self.absorb(error, quota, stand_in)
+            }
+            other => other,
+        };
         self.bump(match &outcome {
             Ok(decision) if decision.is_allowed() => ALLOWED,
             Ok(_) => DENIED,
@@ -259,40 +268,33 @@ impl Failures {
         outcome
     }
 
-    /// The store's answer, or the policy's decision in its place.
-    async fn absorb(
+    /// The policy's decision in place of the store's `error`; `stand_in`
+    /// is the local fallback's answer, when the policy has one.
+    fn absorb(
         &self,
-        outcome: Result<Decision, Error>,
+        error: Error,
         quota: Quota,
-        key: &[u8],
-        cost: u64,
-        now: i64,
+        stand_in: Option<Result<Decision, Error>>,
     ) -> Result<Decision, Error> {
-        let error = match outcome {
-            Err(error @ (Error::Store(_) | Error::DeadlineExceeded(_))) => error,
-            other => return other,
-        };
-        let decision = match &self.policy {
-            Policy::ReturnError => {
-                self.bump(RETURNED);
-                return Err(error);
-            }
-            Policy::Open => Decision::allowed(quota.limit(), 0, quota.period()),
-            Policy::Closed => {
+        let decision = match (&self.policy, stand_in) {
+            (Policy::Open, _) => Decision::allowed(quota.limit(), 0, quota.period()),
+            (Policy::Closed, _) => {
                 let retry = quota.period().min(Duration::from_secs(1));
                 Decision::denied(quota.limit(), 0, quota.period(), retry)
             }
-            Policy::Fallback(local) => match Box::pin(local.decide(key, cost, now)).await {
-                Ok(decision) => {
-                    self.bump(FALLBACKS);
-                    decision
-                }
-                Err(failed) => {
-                    self.bump(RETURNED);
-                    tracing::error!(%error, %failed, "store failed and so did the local fallback");
-                    return Err(error);
-                }
-            },
+            (Policy::Fallback(_), Some(Ok(decision))) => {
+                self.bump(FALLBACKS);
+                decision
+            }
+            (Policy::Fallback(_), Some(Err(failed))) => {
+                self.bump(RETURNED);
+                tracing::error!(%error, %failed, "store failed and so did the local fallback");
+                return Err(error);
+            }
+            (Policy::ReturnError | Policy::Fallback(_), _) => {
+                self.bump(RETURNED);
+                return Err(error);
+            }
         };
         self.bump(ABSORBED);
         self.bump(if matches!(error, Error::Store(_)) {

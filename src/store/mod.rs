@@ -161,6 +161,12 @@ pub(crate) fn ttl_secs(ttl: Duration) -> u64 {
         .max(1)
 }
 
+/// Checks an increment's key and the keys it reads with it.
+pub(crate) fn check_keys(key: &[u8], also_read: &[Vec<u8>]) -> Result<(), StoreError> {
+    check_key(key)?;
+    also_read.iter().try_for_each(|other| check_key(other))
+}
+
 pub(crate) fn check_key(key: &[u8]) -> Result<(), StoreError> {
     if crate::key::is_valid_key(key) {
         Ok(())

@@ -17,6 +17,19 @@ pub(crate) struct Ask {
     pub(crate) max_delay: Duration,
 }
 
+#[cfg(test)]
+impl Ask {
+    /// An immediate, lenient request of `cost` at `now`.
+    pub(crate) fn at(cost: u64, now: i64) -> Self {
+        Ask {
+            cost,
+            now,
+            strict: false,
+            max_delay: Duration::ZERO,
+        }
+    }
+}
+
 /// What the pure core decided, and the state to write for it.
 #[derive(Debug, Clone)]
 pub(crate) struct Step<S> {

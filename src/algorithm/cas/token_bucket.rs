@@ -234,22 +234,13 @@ mod tests {
         TokenBucketCore::new(capacity, quota.parse().unwrap())
     }
 
-    fn ask(cost: u64, now: i64) -> Ask {
-        Ask {
-            cost,
-            now,
-            strict: false,
-            max_delay: Duration::ZERO,
-        }
-    }
-
     #[test]
     fn refills_continuously_and_keeps_fractions() {
         let tb = core(10, "10/second");
-        let full = tb.decide(None, ask(10, 0));
+        let full = tb.decide(None, Ask::at(10, 0));
         let (empty, _) = full.write.unwrap();
         assert_eq!(empty.tokens, 0.0);
-        let later = tb.decide(Some(&empty), ask(1, 150_000_000));
+        let later = tb.decide(Some(&empty), Ask::at(1, 150_000_000));
         assert!(later.decision.is_allowed());
         assert!((later.write.unwrap().0.tokens - 0.5).abs() < 1e-9);
     }
@@ -274,7 +265,7 @@ mod tests {
             tokens: 0.0,
             updated: 1_000_000_000,
         };
-        let step = tb.decide(Some(&bucket), ask(1, 0));
+        let step = tb.decide(Some(&bucket), Ask::at(1, 0));
         assert!(step.decision.is_denied());
         // Counted from the event's own time: the second until the bucket's,
         // then 100 ms for one token.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memcache::exp::AsyncMetaClient;
+use tokio::sync::Semaphore;
 
 use super::classic::ClassicStore;
 use super::meta::MetaStore;
@@ -221,13 +222,16 @@ impl MemcachedStoreBuilder {
             let depth = self.pipeline_depth.min(self.max_connections);
             Pipeline::new(client.clone(), self.servers.clone(), depth)
         });
-        Ok(MetaStore::new(
+        Ok(MetaStore {
             client,
-            self.servers.clone(),
+            servers: self.servers.clone(),
             pipeline,
-            self.io_timeout,
-            self.connect_timeout,
-            self.max_connections,
-        ))
+            io_timeout: self.io_timeout,
+            connect_timeout: self.connect_timeout,
+            max_connections: self.max_connections,
+            slots: (0..self.servers.len())
+                .map(|_| Arc::new(Semaphore::new(self.max_connections)))
+                .collect(),
+        })
     }
 }

@@ -15,54 +15,33 @@ use super::detach::detached;
 use super::errors::to_store_error;
 use super::pipeline::{Pipeline, PipelineStats};
 use super::router::ClientRouter;
+use super::slots::take_slot;
 use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
 use crate::store::{
-    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Versioned,
+    check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome,
+    Versioned,
 };
 
 /// memcached spoken to with the meta protocol.
 #[derive(Clone)]
 pub(super) struct MetaStore {
-    client: AsyncMetaClient,
-    servers: Vec<String>,
+    pub(super) client: AsyncMetaClient,
+    pub(super) servers: Vec<String>,
     /// `None` when pipelining is off.
-    pipeline: Option<Pipeline>,
+    pub(super) pipeline: Option<Pipeline>,
     /// How long a caller waits for its exchange.
-    io_timeout: Duration,
+    pub(super) io_timeout: Duration,
     /// How long a call outside the pipeline waits for a connection slot.
-    connect_timeout: Duration,
-    max_connections: usize,
+    pub(super) connect_timeout: Duration,
+    pub(super) max_connections: usize,
     /// Per server, the connection slots of calls that bypass the pipeline;
     /// the pipeline's own batches are bounded by its depth.
-    slots: Arc<[Arc<Semaphore>]>,
+    pub(super) slots: Arc<[Arc<Semaphore>]>,
 }
 
 impl MetaStore {
-    pub(super) fn new(
-        client: AsyncMetaClient,
-        servers: Vec<String>,
-        pipeline: Option<Pipeline>,
-        io_timeout: Duration,
-        connect_timeout: Duration,
-        max_connections: usize,
-    ) -> Self {
-        let slots = servers
-            .iter()
-            .map(|_| Arc::new(Semaphore::new(max_connections)))
-            .collect();
-        Self {
-            client,
-            servers,
-            pipeline,
-            io_timeout,
-            connect_timeout,
-            max_connections,
-            slots,
-        }
-    }
-
     /// Checks that every server answers.
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
         match tokio::time::timeout(self.io_timeout, self.client.noop()).await {
@@ -162,22 +141,13 @@ impl MetaStore {
         let Some(server) = self.lane(first, rest) else {
             return self.client.run_batch(ops).await.map_err(to_store_error);
         };
-        let slot = tokio::time::timeout(
+        let slot = take_slot(
+            &self.slots[server],
             self.connect_timeout,
-            Arc::clone(&self.slots[server]).acquire_owned(),
+            self.max_connections,
+            &self.servers[server],
         )
-        .await
-        .map_err(|_| {
-            StoreError::new(
-                StoreErrorKind::Timeout,
-                format!(
-                    "all {} connections stayed busy for {:?} (max_connections)",
-                    self.max_connections, self.connect_timeout
-                ),
-            )
-            .at(&self.servers[server])
-        })?
-        .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
+        .await?;
         let client = self.client.clone();
         detached(async move {
             let results = client.run_batch(ops).await.map_err(to_store_error);
@@ -229,10 +199,7 @@ impl MetaStore {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
-        check_key(key)?;
-        for read in also_read {
-            check_key(read)?;
-        }
+        check_keys(key, also_read)?;
         let increment = Arithmetic::new(key)
             .delta(delta)
             .initial(delta, wire_ttl(ttl));

@@ -17,6 +17,7 @@ mod meta;
 mod pipeline;
 mod protocol;
 mod router;
+mod slots;
 mod wire;
 
 use std::fmt;

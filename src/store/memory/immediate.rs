@@ -8,7 +8,9 @@ use super::shard::{not_a_number, New, Value};
 use super::MemoryStore;
 use super::SCRATCH;
 use crate::error::StoreError;
-use crate::store::{check_key, check_value, parse_counter, Counters, ImmediateStore, UpdateStep};
+use crate::store::{
+    check_key, check_keys, check_value, parse_counter, Counters, ImmediateStore, UpdateStep,
+};
 
 impl ImmediateStore for MemoryStore {
     fn increment_now(
@@ -18,10 +20,7 @@ impl ImmediateStore for MemoryStore {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
-        check_key(key)?;
-        for read in also_read {
-            check_key(read)?;
-        }
+        check_keys(key, also_read)?;
         let now = self.now();
         let value = {
             let mut shard = self.shard(key);

@@ -3,15 +3,6 @@ use std::time::Duration;
 use super::core::*;
 use crate::algorithm::cas::core::{Ask, CasCore};
 
-fn ask(cost: u64, now: i64) -> Ask {
-    Ask {
-        cost,
-        now,
-        strict: false,
-        max_delay: Duration::ZERO,
-    }
-}
-
 #[test]
 fn emission_interval_is_exact_for_awkward_rates() {
     // 3 per second: T = 333,333,333.3 ns. Three requests at every whole
@@ -20,12 +11,12 @@ fn emission_interval_is_exact_for_awkward_rates() {
     let core = GcraCore::new(3, "3/second".parse().unwrap());
     let mut tat = None;
     for second in 0..1_000i64 {
-        let step = core.decide(tat.as_ref(), ask(3, second * 1_000_000_000));
+        let step = core.decide(tat.as_ref(), Ask::at(3, second * 1_000_000_000));
         assert!(step.decision.is_allowed(), "at {second} s");
         assert_eq!(step.decision.remaining(), 0);
         tat = Some(step.write.unwrap().0);
     }
-    let fourth = core.decide(tat.as_ref(), ask(1, 999_000_000_000));
+    let fourth = core.decide(tat.as_ref(), Ask::at(1, 999_000_000_000));
     assert!(fourth.decision.is_denied());
     assert_eq!(
         fourth.decision.retry_after(),
@@ -36,13 +27,13 @@ fn emission_interval_is_exact_for_awkward_rates() {
 #[test]
 fn delay_mode_queues_within_the_maximum_and_rejects_beyond() {
     let core = GcraCore::new(1, "10/second".parse().unwrap());
-    let first = core.decide(None, ask(1, 0));
+    let first = core.decide(None, Ask::at(1, 0));
     let tat = first.write.unwrap().0;
     let queued = core.decide(
         Some(&tat),
         Ask {
             max_delay: Duration::from_millis(100),
-            ..ask(1, 0)
+            ..Ask::at(1, 0)
         },
     );
     assert!(queued.decision.is_allowed());
@@ -51,7 +42,7 @@ fn delay_mode_queues_within_the_maximum_and_rejects_beyond() {
         Some(&queued.write.unwrap().0),
         Ask {
             max_delay: Duration::from_millis(100),
-            ..ask(1, 0)
+            ..Ask::at(1, 0)
         },
     );
     assert!(too_far.decision.is_denied());

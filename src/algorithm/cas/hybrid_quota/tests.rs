@@ -12,15 +12,6 @@ fn core(quota: &str) -> HybridQuotaCore {
     HybridQuotaCore::new(quota.parse().unwrap())
 }
 
-fn ask(cost: u64, now: i64) -> Ask {
-    Ask {
-        cost,
-        now,
-        strict: false,
-        max_delay: Duration::ZERO,
-    }
-}
-
 /// Runs one request, keeping the written state.
 fn run(core: &HybridQuotaCore, state: &mut Option<Client>, ask: Ask) -> Decision {
     let step = core.decide(state.as_ref(), ask);
@@ -38,7 +29,7 @@ fn client(mode: Mode, bucket: f64, time: i64) -> Client {
 #[test]
 fn a_new_client_is_reset_with_its_request_taken() {
     let hq = core("10/second");
-    let step = hq.decide(None, ask(3, T0));
+    let step = hq.decide(None, Ask::at(3, T0));
     assert!(step.decision.is_allowed());
     assert_eq!(step.decision.remaining(), 7);
     assert_eq!(step.decision.reset_after(), Duration::from_secs(1));
@@ -53,24 +44,27 @@ fn a_low_traffic_client_bursts_its_whole_quota_at_once() {
     let hq = core("10/second");
     let mut state = None;
     for i in 0..10 {
-        assert!(run(&hq, &mut state, ask(1, T0)).is_allowed(), "request {i}");
+        assert!(
+            run(&hq, &mut state, Ask::at(1, T0)).is_allowed(),
+            "request {i}"
+        );
     }
-    let denied = run(&hq, &mut state, ask(1, T0));
+    let denied = run(&hq, &mut state, Ask::at(1, T0));
     assert!(denied.is_denied());
     // Weighted: the whole quota in one request, then again next window.
     let mut heavy = None;
-    assert!(run(&hq, &mut heavy, ask(10, T0)).is_allowed());
-    assert!(run(&hq, &mut heavy, ask(1, T0 + SECOND - 1)).is_denied());
-    assert!(run(&hq, &mut heavy, ask(10, T0 + SECOND)).is_allowed());
+    assert!(run(&hq, &mut heavy, Ask::at(10, T0)).is_allowed());
+    assert!(run(&hq, &mut heavy, Ask::at(1, T0 + SECOND - 1)).is_denied());
+    assert!(run(&hq, &mut heavy, Ask::at(10, T0 + SECOND)).is_allowed());
 }
 
 #[test]
 fn an_expired_bursty_window_resets() {
     let hq = core("10/second");
     let bursty = client(Mode::Bursty, 2.0, T0);
-    let inside = hq.decide(Some(&bursty), ask(1, T0 + SECOND - 1));
+    let inside = hq.decide(Some(&bursty), Ask::at(1, T0 + SECOND - 1));
     assert_eq!(inside.write.unwrap().0, client(Mode::Bursty, 1.0, T0));
-    let expired = hq.decide(Some(&bursty), ask(4, T0 + SECOND));
+    let expired = hq.decide(Some(&bursty), Ask::at(4, T0 + SECOND));
     assert!(expired.decision.is_allowed());
     assert_eq!(
         expired.write.unwrap().0,
@@ -82,7 +76,7 @@ fn an_expired_bursty_window_resets() {
 fn taking_the_last_tokens_switches_to_smooth_with_a_penalty() {
     let hq = core("10/second");
     let bursty = client(Mode::Bursty, 2.0, T0);
-    let step = hq.decide(Some(&bursty), ask(2, T0 + 400 * MS));
+    let step = hq.decide(Some(&bursty), Ask::at(2, T0 + 400 * MS));
     assert!(step.decision.is_allowed());
     let (state, ttl) = step.write.unwrap();
     // remaining = 600 ms, so bucket = −6 + 1.
@@ -100,21 +94,21 @@ fn an_emptied_client_gets_nothing_over_quota_before_its_window_ends() {
     let hq = core("10/second");
     let mut state = None;
     for _ in 0..10 {
-        assert!(run(&hq, &mut state, ask(1, T0 + 200 * MS)).is_allowed());
+        assert!(run(&hq, &mut state, Ask::at(1, T0 + 200 * MS)).is_allowed());
     }
     // Hammering until the fixed window (from T0 + 200 ms) ends: nothing.
     for ms in 200..1_200 {
-        let denied = run(&hq, &mut state, ask(1, T0 + ms * MS));
+        let denied = run(&hq, &mut state, Ask::at(1, T0 + ms * MS));
         assert!(denied.is_denied(), "at {ms} ms");
         // Rounded up, so a nanosecond of float error may show.
         let retry = denied.retry_after().unwrap().as_nanos() as i64;
         assert!((0..=1).contains(&(retry - (1_200 - ms) * MS)), "at {ms} ms");
     }
-    assert!(run(&hq, &mut state, ask(1, T0 + 1_200 * MS)).is_allowed());
+    assert!(run(&hq, &mut state, Ask::at(1, T0 + 1_200 * MS)).is_allowed());
     // Then the smooth rate: one every 100 ms, whatever is asked.
     let mut admitted = Vec::new();
     for ms in 1_201..3_000 {
-        if run(&hq, &mut state, ask(1, T0 + ms * MS)).is_allowed() {
+        if run(&hq, &mut state, Ask::at(1, T0 + ms * MS)).is_allowed() {
             admitted.push(ms);
         }
     }
@@ -129,24 +123,24 @@ fn the_switch_keeps_plus_one_for_any_cost() {
     // exactly 1 when the window ends, so no cost fits sooner.
     let hq = core("6/second");
     let mut state = None;
-    run(&hq, &mut state, ask(3, T0));
-    assert!(run(&hq, &mut state, ask(3, T0)).is_allowed());
+    run(&hq, &mut state, Ask::at(3, T0));
+    assert!(run(&hq, &mut state, Ask::at(3, T0)).is_allowed());
     assert_eq!(state.unwrap().mode, Mode::Smooth);
-    assert!(run(&hq, &mut state, ask(1, T0 + SECOND - 1)).is_denied());
-    let denied = run(&hq, &mut state, ask(3, T0 + SECOND));
+    assert!(run(&hq, &mut state, Ask::at(1, T0 + SECOND - 1)).is_denied());
+    let denied = run(&hq, &mut state, Ask::at(3, T0 + SECOND));
     // Two more tokens at 6 per second.
     assert_eq!(
         denied.retry_after(),
         Some(Duration::from_nanos(333_333_334))
     );
-    assert!(run(&hq, &mut state, ask(1, T0 + SECOND)).is_allowed());
+    assert!(run(&hq, &mut state, Ask::at(1, T0 + SECOND)).is_allowed());
 }
 
 #[test]
 fn smooth_mode_accrues_and_a_denial_writes_nothing() {
     let hq = core("10/second");
     let smooth = client(Mode::Smooth, -2.0, T0);
-    let step = hq.decide(Some(&smooth), ask(1, T0 + 250 * MS));
+    let step = hq.decide(Some(&smooth), Ask::at(1, T0 + 250 * MS));
     assert!(step.decision.is_denied());
     assert_eq!(step.decision.retry_after(), Some(Duration::from_millis(50)));
     assert!(
@@ -154,7 +148,7 @@ fn smooth_mode_accrues_and_a_denial_writes_nothing() {
         "a denial that takes nothing is not written"
     );
     // The stored state already implies the same later decision.
-    let later = hq.decide(Some(&smooth), ask(1, T0 + 300 * MS));
+    let later = hq.decide(Some(&smooth), Ask::at(1, T0 + 300 * MS));
     assert!(later.decision.is_allowed());
     let (state, ttl) = later.write.expect("an admission is written");
     assert_eq!(state.time, T0 + 300 * MS);
@@ -165,7 +159,7 @@ fn smooth_mode_accrues_and_a_denial_writes_nothing() {
         Some(&smooth),
         Ask {
             strict: true,
-            ..ask(1, T0 + 250 * MS)
+            ..Ask::at(1, T0 + 250 * MS)
         },
     );
     assert!((strict.write.unwrap().0.bucket + 0.5).abs() < 1e-9);
@@ -175,9 +169,9 @@ fn smooth_mode_accrues_and_a_denial_writes_nothing() {
 fn a_refilled_smooth_client_returns_to_bursty_mode() {
     let hq = core("10/second");
     let smooth = client(Mode::Smooth, 0.5, T0);
-    let almost = hq.decide(Some(&smooth), ask(1, T0 + 949 * MS));
+    let almost = hq.decide(Some(&smooth), Ask::at(1, T0 + 949 * MS));
     assert_eq!(almost.write.unwrap().0.mode, Mode::Smooth);
-    let refilled = hq.decide(Some(&smooth), ask(4, T0 + 950 * MS));
+    let refilled = hq.decide(Some(&smooth), Ask::at(4, T0 + 950 * MS));
     assert!(refilled.decision.is_allowed());
     assert_eq!(
         refilled.write.unwrap().0,
@@ -186,7 +180,7 @@ fn a_refilled_smooth_client_returns_to_bursty_mode() {
     // And may burst again.
     let mut state = Some(client(Mode::Bursty, 6.0, T0 + 950 * MS));
     for _ in 0..6 {
-        assert!(run(&hq, &mut state, ask(1, T0 + 950 * MS)).is_allowed());
+        assert!(run(&hq, &mut state, Ask::at(1, T0 + 950 * MS)).is_allowed());
     }
 }
 
@@ -196,7 +190,7 @@ fn strict_mode_takes_denied_costs_down_to_minus_the_quota() {
     let mut state = Some(client(Mode::Smooth, 0.0, T0));
     let strict = |cost, now| Ask {
         strict: true,
-        ..ask(cost, now)
+        ..Ask::at(cost, now)
     };
     let denied = run(&hq, &mut state, strict(4, T0 + 100 * MS));
     assert!(denied.is_denied());
@@ -218,7 +212,7 @@ fn strict_mode_takes_denied_costs_down_to_minus_the_quota() {
 fn older_events_are_decided_as_of_the_stored_time() {
     let hq = core("10/second");
     let smooth = client(Mode::Smooth, 0.5, T0);
-    let late = hq.decide(Some(&smooth), ask(1, T0 - SECOND));
+    let late = hq.decide(Some(&smooth), Ask::at(1, T0 - SECOND));
     assert!(late.decision.is_denied());
     // Counted from the event's own time: the second until the stored
     // time, then 50 ms to earn the missing half token.
@@ -227,7 +221,7 @@ fn older_events_are_decided_as_of_the_stored_time() {
         Some(Duration::from_millis(1_050))
     );
     let bursty = client(Mode::Bursty, 3.0, T0);
-    let step = hq.decide(Some(&bursty), ask(1, 0));
+    let step = hq.decide(Some(&bursty), Ask::at(1, 0));
     assert_eq!(step.write.unwrap().0, client(Mode::Bursty, 2.0, T0));
 }
 
@@ -239,7 +233,7 @@ fn a_fast_client_averages_at_most_the_rate() {
     let mut admitted = Vec::new();
     for i in 0..1_800 {
         let now = T0 + i * 33 * MS;
-        if run(&hq, &mut state, ask(1, now)).is_allowed() {
+        if run(&hq, &mut state, Ask::at(1, now)).is_allowed() {
             admitted.push(now);
         }
     }

@@ -13,10 +13,8 @@ fn core(quota: &str) -> SlidingLogCore {
 
 fn ask(cost: u64, now: i64, strict: bool) -> Ask {
     Ask {
-        cost,
-        now,
         strict,
-        max_delay: Duration::ZERO,
+        ..Ask::at(cost, now)
     }
 }
 

@@ -16,7 +16,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::connection::Connection;
-use crate::error::{StoreError, StoreErrorKind};
+use crate::error::StoreError;
+use crate::store::memcached::slots::take_slot;
 
 /// One server's connections.
 #[derive(Debug)]
@@ -74,21 +75,13 @@ impl Pools {
     /// Nothing has been sent when this fails.
     pub(super) async fn checkout(&self, server: usize) -> Result<Checkout, StoreError> {
         let pool = &self.servers[server];
-        let slot = tokio::time::timeout(
+        let slot = take_slot(
+            &pool.slots,
             self.connect_timeout,
-            Arc::clone(&pool.slots).acquire_owned(),
+            self.max_connections,
+            &pool.address,
         )
-        .await
-        .map_err(|_| {
-            StoreError::new(
-                StoreErrorKind::Timeout,
-                format!(
-                    "all {} connections stayed busy for {:?} (max_connections)",
-                    self.max_connections, self.connect_timeout
-                ),
-            )
-        })?
-        .map_err(|_| StoreError::new(StoreErrorKind::Io, "the connection pool was closed"))?;
+        .await?;
         let idle = pool
             .idle
             .lock()

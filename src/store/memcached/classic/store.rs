@@ -10,7 +10,8 @@ use super::{reply, ClassicStore};
 use crate::error::StoreError;
 use crate::store::memcached::wire::wire_ttl;
 use crate::store::{
-    check_key, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store, Versioned,
+    check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store,
+    Versioned,
 };
 
 /// `incr` / `add` rounds before a missing counter is reported: each lost
@@ -34,10 +35,7 @@ impl Store for ClassicStore {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
-        check_key(key)?;
-        for other in also_read {
-            check_key(other)?;
-        }
+        check_keys(key, also_read)?;
         let server = self.home(key);
         let together = also_read.iter().all(|other| self.home(other) == server);
         let reads: Vec<&[u8]> = if together {
