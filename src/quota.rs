@@ -125,6 +125,11 @@ impl Quota {
     pub const fn period(&self) -> Duration {
         self.period
     }
+
+    /// The same period with another limit.
+    pub(crate) const fn with_limit(self, limit: NonZeroU64) -> Self {
+        Self { limit, ..self }
+    }
 }
 
 impl fmt::Display for Quota {

@@ -82,10 +82,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a tokio runtime");
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("memcache-ratelimit: cannot start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let outcome = match cli.command {
         Command::Inspect { target, client } => {
             runtime.block_on(report::inspect(&target, client.as_bytes()))

@@ -124,10 +124,11 @@ impl RateLimitLayer {
         self.with(|shared| shared.cost = Some(Arc::new(cost)))
     }
 
+    /// Changes this layer's settings. A layer that shares them with a
+    /// clone copies them first, so configuring one copy never changes
+    /// another, in whatever order the calls come.
     fn with(mut self, change: impl FnOnce(&mut Shared)) -> Self {
-        let shared =
-            Arc::get_mut(&mut self.shared).expect("the layer is configured before it is cloned");
-        change(shared);
+        change(Arc::make_mut(&mut self.shared));
         self
     }
 }

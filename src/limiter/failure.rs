@@ -1,6 +1,7 @@
 //! [`FailurePolicy`]: what a limiter decides when its store cannot, and
 //! [`FailureStats`]: what it absorbed.
 
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -110,8 +111,8 @@ pub(crate) fn scale_algorithm(algorithm: Algorithm, share: f64) -> Algorithm {
 
 /// `quota` with its limit scaled by `share`.
 pub(crate) fn scale_quota(quota: Quota, share: f64) -> Quota {
-    let limit = std::num::NonZeroU64::new(scale(quota.limit(), share)).expect("at least 1");
-    Quota::with_period(limit, quota.period()).expect("the period was valid already")
+    let limit = NonZeroU64::new(scale(quota.limit(), share)).unwrap_or(NonZeroU64::MIN);
+    quota.with_limit(limit)
 }
 
 /// Failures a limiter absorbed under its [`FailurePolicy`], since it was

@@ -10,3 +10,4 @@ mod http_end_to_end;
 mod http_hyper;
 #[cfg(feature = "memcached")]
 mod http_middleware;
+mod layer_configuration;
