@@ -1,8 +1,9 @@
 //! What the benchmark programs share: the memcached under test and the
-//! CPU placement ([`server`]), the common settings and run options, and the
-//! median. See `bench/README.md`.
+//! CPU placement ([`server`]), the connections to it ([`client`]), the
+//! common settings and run options, and the median. See `bench/README.md`.
 
 pub mod algorithm;
+pub mod client;
 pub mod matrix;
 pub mod server;
 
@@ -79,6 +80,16 @@ impl Runs {
         assert!(self.runs >= 1, "--runs must be at least 1");
         assert!(self.seconds > 0.0, "--seconds must be positive");
     }
+
+    /// With `quick` (the `--quick` smoke test), 1 run of 1 s; then
+    /// [`validate`](Self::validate).
+    pub fn resolve(&mut self, quick: bool) {
+        if quick {
+            self.runs = 1;
+            self.seconds = 1.0;
+        }
+        self.validate();
+    }
 }
 
 /// What the decisions of a run came to.
@@ -114,8 +125,14 @@ pub fn cas_policy() -> CasPolicy {
         .expect("valid CAS policy")
 }
 
-/// The median; the mean of the two middle values for an even count, NaN
-/// for none.
+/// What a progress line ends with: ` (first error: …)` for a run that had
+/// an error, nothing for one that had none.
+pub fn first_error_note(error: Option<&str>) -> String {
+    error
+        .map(|e| format!(" (first error: {e})"))
+        .unwrap_or_default()
+}
+
 /// Whether the case called `name` runs under `--only filter`, among the
 /// cases called `names`: a whole case name selects that case alone
 /// ("SlidingWindow n=1" is not also n=12); anything else selects every
@@ -130,6 +147,8 @@ pub fn selected(name: &str, filter: Option<&str>, names: &[String]) -> bool {
     }
 }
 
+/// The median; the mean of the two middle values for an even count, NaN
+/// for none.
 pub fn median(mut values: Vec<f64>) -> f64 {
     if values.is_empty() {
         return f64::NAN;
@@ -163,6 +182,22 @@ mod tests {
         assert_eq!(picked(Some("slidingwindow n=1")), 1);
         assert_eq!(picked(Some("sliding")), 2);
         assert_eq!(picked(None), 3);
+    }
+
+    #[test]
+    fn quick_is_one_run_of_one_second() {
+        let mut runs = Runs {
+            runs: 0,
+            seconds: 5.0,
+        };
+        runs.resolve(true);
+        assert_eq!((runs.runs, runs.seconds), (1, 1.0));
+    }
+
+    #[test]
+    fn a_first_error_is_noted_and_none_is_not() {
+        assert_eq!(first_error_note(Some("boom")), " (first error: boom)");
+        assert_eq!(first_error_note(None), "");
     }
 
     #[test]

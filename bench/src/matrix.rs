@@ -7,16 +7,17 @@
 use memcache_ratelimit::Algorithm;
 
 use crate::algorithm::{Case, Setup};
+use crate::client::{raw_client, store};
 use crate::server::{self, Memcached};
 use crate::{
-    cas_policy, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA,
-    RAW_TTL,
+    cas_policy, first_error_note, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA,
+    MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
 use clap::Parser;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
-use memcache_ratelimit::{Error, MemcachedStore, RateLimiter};
+use memcache_ratelimit::{Error, RateLimiter};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
@@ -328,33 +329,10 @@ fn key_prefix(kind: Kind) -> &'static str {
     }
 }
 
-async fn raw_client(address: &str) -> AsyncMetaClient {
-    AsyncMetaClient::builder()
-        .io_timeout(Some(IO_TIMEOUT))
-        .connect_timeout(Some(Duration::from_secs(1)))
-        .max_idle(1024)
-        .connect_async(address)
-        .await
-        .expect("connect the raw client")
-}
-
-async fn store(address: &str) -> Arc<MemcachedStore> {
-    Arc::new(
-        MemcachedStore::builder()
-            .server(address)
-            .io_timeout(IO_TIMEOUT)
-            .connect_timeout(Duration::from_secs(1))
-            .max_idle(1024)
-            .build()
-            .await
-            .expect("build the store"),
-    )
-}
-
 async fn target(kind: Kind, address: &str) -> Target {
     let algorithm = match kind {
-        Kind::RawBaseline => return Target::Raw(raw_client(address).await),
-        Kind::RawCeiling => return Target::Ceiling(raw_client(address).await),
+        Kind::RawBaseline => return Target::Raw(raw_client(address, IO_TIMEOUT).await),
+        Kind::RawCeiling => return Target::Ceiling(raw_client(address, IO_TIMEOUT).await),
         Kind::Limiter(algorithm) => algorithm,
     };
     let setup = Setup {
@@ -363,21 +341,19 @@ async fn target(kind: Kind, address: &str) -> Target {
         // cache for the clients it sees within a window.
         sealed_clients: Some(MANY_CLIENTS),
     };
-    Target::Limiter(algorithm.build(store(address).await, setup))
+    Target::Limiter(algorithm.build(store(address, IO_TIMEOUT).await, setup))
 }
 
 /// Runs the benchmark as `args` say, printing its report on stdout and
 /// its progress on stderr.
 pub fn run(mut args: Args) {
+    args.timing.resolve(args.quick);
     if args.quick {
-        args.timing.runs = 1;
-        args.timing.seconds = 1.0;
         args.in_flight = vec![1, 64];
     }
     if args.ratios_only {
         args.in_flight = vec![RATIO_BASELINE_LEVEL, RATIO_CEILING_LEVEL];
     }
-    args.timing.validate();
     assert!(
         args.in_flight.iter().all(|&n| n >= 1),
         "--in-flight levels must be at least 1"
@@ -524,11 +500,7 @@ pub fn run(mut args: Args) {
                         result.counts.denied,
                         result.counts.contention,
                         result.counts.errors,
-                        result
-                            .first_error
-                            .as_ref()
-                            .map(|e| format!(" (first error: {e})"))
-                            .unwrap_or_default()
+                        first_error_note(result.first_error.as_deref())
                     ));
                     runs.push(result);
                     bar.inc(1);

@@ -45,26 +45,18 @@ pub struct Caches {
 
 impl Caches {
     /// No cache: every decision asks the store for everything.
-    pub const NONE: Caches = Caches {
-        sealed: false,
-        deny: false,
-    };
+    pub const NONE: Caches = Caches::new(false, false);
     /// The library's defaults: the sealed-bucket cache, no deny cache. The
     /// main tables run with these.
-    pub const DEFAULT: Caches = Caches {
-        sealed: true,
-        deny: false,
-    };
+    pub const DEFAULT: Caches = Caches::new(true, false);
     /// The deny cache only.
-    pub const DENY: Caches = Caches {
-        sealed: false,
-        deny: true,
-    };
+    pub const DENY: Caches = Caches::new(false, true);
     /// Both caches.
-    pub const BOTH: Caches = Caches {
-        sealed: true,
-        deny: true,
-    };
+    pub const BOTH: Caches = Caches::new(true, true);
+
+    const fn new(sealed: bool, deny: bool) -> Caches {
+        Caches { sealed, deny }
+    }
 
     /// These caches as `algorithm` can have them: the sealed-bucket cache
     /// belongs to the sliding window alone.
@@ -105,15 +97,10 @@ impl Default for Caches {
 }
 
 impl fmt::Display for Caches {
-    /// The name the caches table prints: `none`, `sealed`, `deny`,
-    /// `sealed + deny`.
+    /// The name the caches table prints: the [`id`](Caches::id), spaced
+    /// out (`none`, `sealed`, `deny`, `sealed + deny`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match (self.sealed, self.deny) {
-            (false, false) => "none",
-            (true, false) => "sealed",
-            (false, true) => "deny",
-            (true, true) => "sealed + deny",
-        })
+        f.write_str(&self.id().replace('+', " + "))
     }
 }
 
@@ -181,27 +168,29 @@ pub trait Simulated: Copy {
     }
 }
 
+/// `algorithm`'s [`id`](Simulated::id) and [`label`](Simulated::label).
+fn names(algorithm: Algorithm) -> (String, String) {
+    let named = |id: &str, label: &str| (id.to_owned(), label.to_owned());
+    match algorithm {
+        Algorithm::FixedWindow => named("fixed", "fixed window"),
+        Algorithm::SlidingWindow { sub_windows } => (
+            format!("sliding-{sub_windows}"),
+            format!("sliding n={sub_windows}"),
+        ),
+        Algorithm::TokenBucket { .. } => named("token-bucket", "token bucket"),
+        Algorithm::Gcra { .. } => named("gcra", "GCRA"),
+        Algorithm::SlidingLog => named("sliding-log", "sliding log"),
+        Algorithm::HybridQuota => named("hybrid-quota", "hybrid quota"),
+    }
+}
+
 impl Simulated for Algorithm {
     fn id(self) -> String {
-        match self {
-            Algorithm::FixedWindow => "fixed".to_owned(),
-            Algorithm::SlidingWindow { sub_windows } => format!("sliding-{sub_windows}"),
-            Algorithm::TokenBucket { .. } => "token-bucket".to_owned(),
-            Algorithm::Gcra { .. } => "gcra".to_owned(),
-            Algorithm::SlidingLog => "sliding-log".to_owned(),
-            Algorithm::HybridQuota => "hybrid-quota".to_owned(),
-        }
+        names(self).0
     }
 
     fn label(self) -> String {
-        match self {
-            Algorithm::FixedWindow => "fixed window".to_owned(),
-            Algorithm::SlidingWindow { sub_windows } => format!("sliding n={sub_windows}"),
-            Algorithm::TokenBucket { .. } => "token bucket".to_owned(),
-            Algorithm::Gcra { .. } => "GCRA".to_owned(),
-            Algorithm::SlidingLog => "sliding log".to_owned(),
-            Algorithm::HybridQuota => "hybrid quota".to_owned(),
-        }
+        names(self).1
     }
 
     fn spec(self, quota: Quota, clock: ManualClock, sealed: bool) -> LimiterSpec {

@@ -17,6 +17,10 @@ use plotters::prelude::*;
 
 type PlotResult = Result<(), Box<dyn Error>>;
 
+/// Every chart here: drawn on an SVG (which must outlive the chart, `'b:
+/// 'a`), with a linear y axis, on the x coordinate `X`.
+type Chart<'a, 'b, X> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, RangedCoordf64>>;
+
 /// One line on a chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -224,16 +228,9 @@ where
 }
 
 /// Draws grid, tick labels and axis descriptions.
-fn draw_mesh<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-    x_label: &str,
-    y_label: &str,
-) -> PlotResult
+fn draw_mesh<X>(chart: &mut Chart<'_, '_, X>, x_label: &str, y_label: &str) -> PlotResult
 where
-    DB: DrawingBackend + 'a,
-    DB::ErrorType: 'static,
     X: Ranged<ValueType = f64> + ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     chart
         .configure_mesh()
@@ -251,20 +248,14 @@ where
 
 /// Draws the finite `points` as one line (points marked if `markers`) and
 /// registers its legend entry `name`.
-fn draw_series<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+fn draw_series<'a, 'b: 'a, X: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, 'b, X>,
     name: &str,
     points: &[(f64, f64)],
     style: Style,
     colour: RGBColor,
     markers: bool,
-) -> PlotResult
-where
-    DB: DrawingBackend + 'a,
-    DB::ErrorType: 'static,
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
+) -> PlotResult {
     let points: Vec<(f64, f64)> = finite(points).collect();
     let width = if style == Style::Grey { 4 } else { 2 };
     let line = colour.stroke_width(width);
@@ -274,7 +265,7 @@ where
     };
     annotation
         .label(name)
-        .legend(move |(x, y)| -> DynElement<'static, DB, (i32, i32)> {
+        .legend(move |(x, y)| -> DynElement<'static, SVGBackend<'b>, _> {
             let ends = [(x, y), (x + 24, y)];
             match style {
                 Style::Dashed => DashedPathElement::new(ends, 7, 5, line).into_dyn(),
@@ -293,16 +284,10 @@ where
 }
 
 /// Draws the legend box in whichever upper corner the data leaves freer.
-fn draw_legend<'a, DB, X, Y>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+fn draw_legend<'a, 'b: 'a, X: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'a, 'b, X>,
     points: impl Iterator<Item = (f64, f64)>,
-) -> PlotResult
-where
-    DB: DrawingBackend + 'a,
-    DB::ErrorType: 'static,
-    X: Ranged<ValueType = f64>,
-    Y: Ranged<ValueType = f64>,
-{
+) -> PlotResult {
     // Compare the highest point (smallest pixel y) in the left and right
     // thirds of the plot and put the legend over the lower side.
     let (xs, ys) = chart.plotting_area().get_pixel_range();

@@ -110,6 +110,50 @@ fn csv_opt<T: ToString>(value: Option<T>) -> String {
     value.map_or(String::new(), |v| v.to_string())
 }
 
+/// Appends one CSV line: the fields of `groups`, in order.
+fn csv_line(out: &mut String, groups: &[&[String]]) {
+    let fields: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .map(String::as_str)
+        .collect();
+    let _ = writeln!(out, "{}", fields.join(","));
+}
+
+/// The columns both CSV files start with: `workload,algorithm,sub_windows`.
+fn csv_job(workload: &Workload, row: &Row) -> [String; 3] {
+    [
+        workload.id.clone(),
+        row.job.algorithm.id(),
+        csv_opt(row.job.algorithm.sub_windows()),
+    ]
+}
+
+/// The run and its errors, in both CSV files:
+/// `nodes,offered,admitted,wrongly_allowed_pct,wrongly_denied_pct,over_limit_pct,mean_diff_pct,max_diff_pct`.
+fn csv_accuracy(workload: &Workload, m: &Metrics) -> [String; 8] {
+    [
+        workload.skews.len().to_string(),
+        m.offered.to_string(),
+        m.admitted.to_string(),
+        m.wrongly_allowed_pct.to_string(),
+        m.wrongly_denied_pct.to_string(),
+        m.over_limit_pct.to_string(),
+        m.mean_diff_pct.to_string(),
+        m.max_diff_pct.to_string(),
+    ]
+}
+
+/// The store's work, in both CSV files:
+/// `store_ops_per_decision,keys_per_decision,keys_per_client`.
+fn csv_costs(m: &Metrics) -> [String; 3] {
+    [
+        m.ops_per_decision.to_string(),
+        m.keys_per_decision.to_string(),
+        csv_opt(m.keys_per_client),
+    ]
+}
+
 /// `results.csv`: one row per algorithm × workload with every metric, and
 /// `traces.csv`: the traced client's decisions on each workload that traces
 /// one, both with the library's default caches; `caches.csv`: the caches
@@ -130,33 +174,26 @@ pub fn write_csv(dir: &Path, workloads: &[Workload], rows: &[Row]) -> io::Result
         let finch = workload
             .steady_factor
             .and_then(|a| finch(workload.quota.limit() as f64, a));
-        let _ = writeln!(
-            results,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            workload.id,
-            row.job.algorithm.id(),
-            csv_opt(row.job.algorithm.sub_windows()),
-            workload.clients,
-            workload.skews.len(),
-            m.offered,
-            m.admitted,
-            m.wrongly_allowed_pct,
-            m.wrongly_denied_pct,
-            m.over_limit_pct,
-            m.mean_diff_pct,
-            m.max_diff_pct,
-            csv_opt(m.mean_rel_pct),
-            m.peak,
-            if single {
-                csv_opt(m.admitted_before_denial)
-            } else {
-                String::new()
-            },
-            csv_opt(finch),
-            m.ops_per_decision,
-            m.keys_per_decision,
-            csv_opt(m.keys_per_client),
-            csv_opt(m.max_keys_per_client),
+        let before = if single {
+            csv_opt(m.admitted_before_denial)
+        } else {
+            String::new()
+        };
+        csv_line(
+            &mut results,
+            &[
+                &csv_job(workload, row),
+                &[workload.clients.to_string()],
+                &csv_accuracy(workload, m),
+                &[
+                    csv_opt(m.mean_rel_pct),
+                    m.peak.to_string(),
+                    before,
+                    csv_opt(finch),
+                ],
+                &csv_costs(m),
+                &[csv_opt(m.max_keys_per_client)],
+            ],
         );
         if let Some(traced) = workload.trace {
             for p in &row.outcome.trace {
@@ -274,27 +311,20 @@ fn caches_csv(workloads: &[Workload], rows: &[Row]) -> String {
     for row in caches_rows(workloads, rows) {
         let workload = &workloads[row.job.workload];
         let m = &row.outcome.metrics;
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            workload.id,
-            row.job.algorithm.id(),
-            csv_opt(row.job.algorithm.sub_windows()),
-            row.job.caches.id(),
-            row.job.caches.sealed,
-            row.job.caches.deny,
-            workload.skews.len(),
-            m.offered,
-            m.admitted,
-            m.wrongly_allowed_pct,
-            m.wrongly_denied_pct,
-            m.over_limit_pct,
-            m.mean_diff_pct,
-            m.max_diff_pct,
-            m.peak,
-            m.ops_per_decision,
-            m.keys_per_decision,
-            csv_opt(m.keys_per_client),
+        let caches = row.job.caches;
+        csv_line(
+            &mut csv,
+            &[
+                &csv_job(workload, row),
+                &[
+                    caches.id().to_owned(),
+                    caches.sealed.to_string(),
+                    caches.deny.to_string(),
+                ],
+                &csv_accuracy(workload, m),
+                &[m.peak.to_string()],
+                &csv_costs(m),
+            ],
         );
     }
     csv

@@ -59,85 +59,78 @@ pub fn run_with(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()?;
-    runtime.block_on(replay(workload, algorithm, caches, progress))
-}
-
-async fn replay(
-    workload: &Workload,
-    algorithm: Algorithm,
-    caches: Caches,
-    progress: &dyn Fn(u64),
-) -> Result<Outcome, RunError> {
-    let quota = workload.quota;
-    let start = DateTime::<Utc>::from_timestamp(START_UNIX_SECS, 0).expect("in range");
-    let truth = ManualClock::new(start);
-    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(truth.clone())));
-    let mut nodes: Vec<(ManualClock, TimeDelta, Box<dyn Limiter>)> = Vec::new();
-    for &skew in &workload.skews {
-        let skew = TimeDelta::nanoseconds(skew);
-        let clock = ManualClock::new(start + skew);
-        // A new limiter per node: its sealed-bucket cache and its deny
-        // cache are its own.
-        let limiter = algorithm.build_with(quota, store.clone(), clock.clone(), caches)?;
-        nodes.push((clock, skew, limiter));
-    }
-    let clients = workload.clients as usize;
-    let keys: Vec<Vec<u8>> = (0..clients)
-        .map(|c| format!("client-{c}").into_bytes())
-        .collect();
-    let mut own = ExactWindows::new(clients, quota.period());
-    let mut reference = ExactLimiter::new(quota.limit(), quota.period(), clients);
-    let mut tally = Tally::new(quota.limit());
-    let period = workload.period();
-    let mut sampler = KeySampler::new(clients, period, period / KEY_SAMPLES_PER_PERIOD);
-    let mut trace = Vec::new();
-
-    for (i, request) in workload.requests.iter().enumerate() {
-        let now = start + Duration::from_nanos(request.at);
-        truth.set(now);
-        if let Some(active) = sampler.due(request.at) {
-            let memory = store.inner();
-            memory.purge_expired();
-            tally.sample_keys(memory.len(), active);
+    runtime.block_on(async {
+        let quota = workload.quota;
+        let start = DateTime::<Utc>::from_timestamp(START_UNIX_SECS, 0).expect("in range");
+        let truth = ManualClock::new(start);
+        let store = Arc::new(CountingStore::new(MemoryStore::with_clock(truth.clone())));
+        let mut nodes: Vec<(ManualClock, TimeDelta, Box<dyn Limiter>)> = Vec::new();
+        for &skew in &workload.skews {
+            let skew = TimeDelta::nanoseconds(skew);
+            let clock = ManualClock::new(start + skew);
+            // A new limiter per node: its sealed-bucket cache and its deny
+            // cache are its own.
+            let limiter = algorithm.build_with(quota, store.clone(), clock.clone(), caches)?;
+            nodes.push((clock, skew, limiter));
         }
-        sampler.seen(request.client as usize, request.at);
+        let clients = workload.clients as usize;
+        let keys: Vec<Vec<u8>> = (0..clients)
+            .map(|c| format!("client-{c}").into_bytes())
+            .collect();
+        let mut own = ExactWindows::new(clients, quota.period());
+        let mut reference = ExactLimiter::new(quota.limit(), quota.period(), clients);
+        let mut tally = Tally::new(quota.limit());
+        let period = workload.period();
+        let mut sampler = KeySampler::new(clients, period, period / KEY_SAMPLES_PER_PERIOD);
+        let mut trace = Vec::new();
 
-        let (clock, skew, limiter) = &nodes[usize::from(request.node)];
-        clock.set(now + *skew);
-        let client = request.client as usize;
-        let decision = limiter.check_n(&keys[client], request.cost).await?;
+        for (i, request) in workload.requests.iter().enumerate() {
+            let now = start + Duration::from_nanos(request.at);
+            truth.set(now);
+            if let Some(active) = sampler.due(request.at) {
+                let memory = store.inner();
+                memory.purge_expired();
+                tally.sample_keys(memory.len(), active);
+            }
+            sampler.seen(request.client as usize, request.at);
 
-        let window = own.client(client);
-        let mut exact = window.count(request.at);
-        if decision.is_allowed() {
-            window.admit(request.at, request.cost);
-            exact += request.cost;
-        }
-        let observation = Observation {
-            allowed: decision.is_allowed(),
-            exact_allowed: reference.check(client, request.at, request.cost),
-            estimate: decision.used(),
-            exact,
-        };
-        tally.record(observation);
-        if let Some(traced) = workload.trace {
-            if traced.client == request.client && request.at <= traced.until {
-                trace.push(TracePoint {
-                    at: request.at,
-                    estimate: observation.estimate,
-                    exact: exact as f64,
-                    allowed: observation.allowed,
-                });
+            let (clock, skew, limiter) = &nodes[usize::from(request.node)];
+            clock.set(now + *skew);
+            let client = request.client as usize;
+            let decision = limiter.check_n(&keys[client], request.cost).await?;
+
+            let window = own.client(client);
+            let mut exact = window.count(request.at);
+            if decision.is_allowed() {
+                window.admit(request.at, request.cost);
+                exact += request.cost;
+            }
+            let observation = Observation {
+                allowed: decision.is_allowed(),
+                exact_allowed: reference.check(client, request.at, request.cost),
+                estimate: decision.used(),
+                exact,
+            };
+            tally.record(observation);
+            if let Some(traced) = workload.trace {
+                if traced.client == request.client && request.at <= traced.until {
+                    trace.push(TracePoint {
+                        at: request.at,
+                        estimate: observation.estimate,
+                        exact: exact as f64,
+                        allowed: observation.allowed,
+                    });
+                }
+            }
+            if (i as u64 + 1).is_multiple_of(PROGRESS_EVERY) {
+                progress(PROGRESS_EVERY);
             }
         }
-        if (i as u64 + 1).is_multiple_of(PROGRESS_EVERY) {
-            progress(PROGRESS_EVERY);
-        }
-    }
-    progress(workload.requests.len() as u64 % PROGRESS_EVERY);
-    Ok(Outcome {
-        metrics: tally.finish(store.calls()),
-        trace,
+        progress(workload.requests.len() as u64 % PROGRESS_EVERY);
+        Ok::<_, RunError>(Outcome {
+            metrics: tally.finish(store.calls()),
+            trace,
+        })
     })
 }
 

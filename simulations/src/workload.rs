@@ -110,21 +110,33 @@ fn minutes(m: u64) -> u64 {
     m * 60 * SECOND
 }
 
-fn one_node(client: u32, times: Vec<u64>) -> impl Iterator<Item = Request> {
-    times.into_iter().map(move |at| Request {
+/// A workload's id and the random source of its traffic, seeded from the
+/// run's seed and that id ([`seed_for`]).
+fn seeded(seed: u64, id: impl Into<String>) -> (String, StdRng) {
+    let id = id.into();
+    let rng = StdRng::seed_from_u64(seed_for(seed, &id));
+    (id, rng)
+}
+
+/// `client`'s request at `at`, through node 0, of cost 1.
+fn request(client: u32, at: u64) -> Request {
+    Request {
         at,
         client,
         node: 0,
         cost: 1,
-    })
+    }
+}
+
+fn one_node(client: u32, times: Vec<u64>) -> impl Iterator<Item = Request> {
+    times.into_iter().map(move |at| request(client, at))
 }
 
 /// `clients` independent clients, each sending Poisson traffic at `factor`
 /// times the limit for `length_min` minutes. Client 0's first five minutes
 /// are traced.
 pub fn poisson(seed: u64, factor: f64, clients: u32, length_min: u64) -> Workload {
-    let id = format!("poisson-{factor}x");
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, &id));
+    let (id, mut rng) = seeded(seed, format!("poisson-{factor}x"));
     let requests = (0..clients)
         .flat_map(|c| {
             one_node(
@@ -172,8 +184,7 @@ pub fn on_off(
     off_s: u64,
     length_min: u64,
 ) -> Workload {
-    let id = "on-off".to_owned();
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, &id));
+    let (id, mut rng) = seeded(seed, "on-off");
     let cycle = (on_s + off_s) * SECOND;
     let requests = (0..clients)
         .flat_map(|c| {
@@ -223,18 +234,12 @@ pub fn population(
     heaviest: f64,
     length_min: u64,
 ) -> Workload {
-    let id = "population".to_owned();
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, &id));
+    let (id, mut rng) = seeded(seed, "population");
     let weights = traffic::zipf_weights(clients as usize, exponent);
     let total = per_second(heaviest) * weights.iter().sum::<f64>();
     let requests = traffic::population(&mut rng, total, &weights, minutes(length_min))
         .into_iter()
-        .map(|(at, client)| Request {
-            at,
-            client,
-            node: 0,
-            cost: 1,
-        })
+        .map(|(at, client)| request(client, at))
         .collect();
     let title = format!(
         "Population: {clients} clients, client k at {heaviest}/k^{exponent} × the limit (Poisson), {length_min} min"
@@ -249,7 +254,8 @@ pub fn population(
 /// `length_min` minutes. The traffic and node draws depend only on the seed,
 /// not on the skew, so the skews are compared on the same requests.
 pub fn cluster(seed: u64, nodes: u16, skew: Duration, clients: u32, length_min: u64) -> Workload {
-    let mut rng = StdRng::seed_from_u64(seed_for(seed, "cluster"));
+    // Seeded by "cluster" alone, so every skew gets the same traffic.
+    let (_, mut rng) = seeded(seed, "cluster");
     let mut requests: Vec<Request> = (0..clients)
         .flat_map(|c| {
             let factor = 0.5 * f64::from(c + 1);

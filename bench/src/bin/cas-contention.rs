@@ -18,10 +18,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Parser;
 use memcache::exp::AsyncMetaClient;
 use memcache_ratelimit::algorithm::CasStats;
-use memcache_ratelimit::{Error, Gcra, MemcachedStore, Quota, RateLimiter, TokenBucket};
+use memcache_ratelimit::limiter::CasAlgorithm;
+use memcache_ratelimit::{Error, Gcra, LimiterBuilder, Quota, RateLimiter, TokenBucket};
 use memcache_ratelimit_bench::algorithm::measured;
+use memcache_ratelimit_bench::client::{raw_client, store};
 use memcache_ratelimit_bench::server::{self, Memcached};
-use memcache_ratelimit_bench::{cas_policy, median, Runs, OPEN_QUOTA, RAW_TTL};
+use memcache_ratelimit_bench::{cas_policy, first_error_note, median, Runs, OPEN_QUOTA, RAW_TTL};
 
 /// The limiters' deadline (and the store's I/O timeout): long enough that
 /// nothing times out.
@@ -141,45 +143,29 @@ impl Target {
 
 async fn build_target(kind: Kind, address: &str, quota: Quota) -> Target {
     if kind == Kind::Raw {
-        return Target::Raw(
-            AsyncMetaClient::builder()
-                .io_timeout(Some(DEADLINE))
-                .connect_timeout(Some(Duration::from_secs(1)))
-                .max_idle(1024)
-                .connect_async(address)
-                .await
-                .expect("connect the raw client"),
-        );
+        return Target::Raw(raw_client(address, DEADLINE).await);
     }
-    let store = Arc::new(
-        MemcachedStore::builder()
-            .server(address)
-            .io_timeout(DEADLINE)
-            .connect_timeout(Duration::from_secs(1))
-            .max_idle(1024)
-            .build()
-            .await
-            .expect("build the store"),
-    );
+    let store = store(address, DEADLINE).await;
     match kind {
-        Kind::Gcra => Target::Gcra(Arc::new(
-            measured(Gcra::builder(quota, store))
-                .namespace("cc-gcra")
-                .deadline(DEADLINE)
-                .cas_policy(cas_policy())
-                .build()
-                .expect("valid limiter"),
-        )),
-        Kind::TokenBucket => Target::TokenBucket(Arc::new(
-            measured(TokenBucket::builder(quota, store))
-                .namespace("cc-bucket")
-                .deadline(DEADLINE)
-                .cas_policy(cas_policy())
-                .build()
-                .expect("valid limiter"),
-        )),
+        Kind::Gcra => Target::Gcra(build(Gcra::builder(quota, store), "cc-gcra")),
+        Kind::TokenBucket => {
+            Target::TokenBucket(build(TokenBucket::builder(quota, store), "cc-bucket"))
+        }
         Kind::Raw => unreachable!(),
     }
+}
+
+/// `builder`'s limiter in `namespace`, measured, with the deadline
+/// [`DEADLINE`] and the benchmarks' compare-and-swap policy.
+fn build<A: CasAlgorithm>(builder: LimiterBuilder<A>, namespace: &str) -> Arc<RateLimiter> {
+    Arc::new(
+        measured(builder)
+            .namespace(namespace)
+            .deadline(DEADLINE)
+            .cas_policy(cas_policy())
+            .build()
+            .expect("valid limiter"),
+    )
 }
 
 /// What one worker (or all of them, summed) saw.
@@ -571,13 +557,11 @@ fn main() {
         worker(&args);
         return;
     }
+    args.timing.resolve(args.quick);
     if args.quick {
-        args.timing.runs = 1;
-        args.timing.seconds = 1.0;
         args.in_flight = vec![1, 64];
         args.admission_seconds = 1.0;
     }
-    args.timing.validate();
     assert!(
         args.admission_seconds > 0.0,
         "--admission-seconds must be positive"
@@ -595,10 +579,14 @@ fn main() {
     let server = Memcached::start(&binary, placement.pin_server);
     let address = server.address();
     let started = Instant::now();
+    // One measurement (see `measure`) on a key of its own, `{tag}-{n}`,
+    // after `flush_all`.
     let mut next_key = 0u64;
-    let mut fresh_key = |tag: &str| {
+    let mut measure_fresh = |kind: Kind, quota: &str, tag: &str, split: &[usize], seconds: f64| {
+        server.flush_all();
         next_key += 1;
-        format!("{tag}-{next_key}")
+        let key = format!("{tag}-{next_key}");
+        measure(&address, kind, quota, &key, split, seconds)
     };
 
     // Throughput: per level, run by run, the raw baseline from one process
@@ -614,16 +602,7 @@ fn main() {
         for run in 0..args.timing.runs {
             for &(kind, processes) in &shapes {
                 let split = split(in_flight, processes);
-                server.flush_all();
-                let key = fresh_key("hot");
-                let report = measure(
-                    &address,
-                    kind,
-                    OPEN_QUOTA,
-                    &key,
-                    &split,
-                    args.timing.seconds,
-                );
+                let report = measure_fresh(kind, OPEN_QUOTA, "hot", &split, args.timing.seconds);
                 eprintln!(
                     "[{:>5.0} s] {} × {} process(es), {} in flight, run {}: {:.0}/s, conflicts {}, combined {}, contention {}, errors {}{}",
                     started.elapsed().as_secs_f64(),
@@ -636,11 +615,7 @@ fn main() {
                     report.cas.combined,
                     report.contention,
                     report.errors,
-                    report
-                        .first_error
-                        .as_ref()
-                        .map(|e| format!(" (first error: {e})"))
-                        .unwrap_or_default()
+                    first_error_note(report.first_error.as_deref())
                 );
                 worker_cpus.add(Report {
                     cpus: report.cpus.clone(),
@@ -671,16 +646,8 @@ fn main() {
         for &processes in &args.processes {
             for kind in LIMITERS {
                 let split = split(in_flight, processes);
-                server.flush_all();
-                let key = fresh_key("quota");
-                let report = measure(
-                    &address,
-                    kind,
-                    TIGHT_QUOTA,
-                    &key,
-                    &split,
-                    args.admission_seconds,
-                );
+                let report =
+                    measure_fresh(kind, TIGHT_QUOTA, "quota", &split, args.admission_seconds);
                 let limit = bound(capacity, rate, report.elapsed());
                 eprintln!(
                     "[{:>5.0} s] admission {} × {} process(es), {} in flight: admitted {} of bound {:.1}, denied {}, contention {}, errors {}",

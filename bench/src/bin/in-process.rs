@@ -8,7 +8,8 @@ use memcache_ratelimit::{Limiter, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_PER_MINUTE,
+    first_error_note, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS,
+    OPEN_PER_MINUTE,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -244,11 +245,7 @@ fn cpu_nanos() -> Option<u64> {
 
 fn main() {
     let mut args = Args::parse();
-    if args.quick {
-        args.timing.runs = 1;
-        args.timing.seconds = 1.0;
-    }
-    args.timing.validate();
+    args.timing.resolve(args.quick);
     let placement = if args.no_pin {
         "not pinned (`--no-pin`)".to_owned()
     } else {
@@ -322,11 +319,7 @@ fn main() {
                     result.counts.allowed,
                     result.counts.denied,
                     result.counts.errors,
-                    result
-                        .first_error
-                        .as_ref()
-                        .map(|e| format!(" (first error: {e})"))
-                        .unwrap_or_default()
+                    first_error_note(result.first_error.as_deref())
                 );
                 drop(target);
                 runs.push(result);

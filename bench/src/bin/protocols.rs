@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use memcache_ratelimit::store::{ClassicStore, MemcachedStore, Protocol, Store};
-use memcache_ratelimit::{FixedWindow, Gcra, RateLimiter, SlidingWindow};
+use memcache_ratelimit::{FixedWindow, Gcra, LimiterBuilder, RateLimiter, SlidingWindow};
 use memcache_ratelimit_bench::algorithm::measured;
 use memcache_ratelimit_bench::server::{self, Memcached};
 use memcache_ratelimit_bench::{median, Runs, OPEN_QUOTA};
@@ -58,27 +58,21 @@ impl Case {
     fn limiter(self, store: Arc<dyn Store>) -> Arc<RateLimiter> {
         let quota = OPEN_QUOTA.parse().expect("quota");
         match self {
-            Case::Sliding4 => Arc::new(
-                measured(SlidingWindow::builder(quota, store))
-                    .sub_windows(4)
-                    .deadline(DEADLINE)
-                    .build()
-                    .expect("limiter"),
-            ),
-            Case::Fixed => Arc::new(
-                measured(FixedWindow::builder(quota, store))
-                    .deadline(DEADLINE)
-                    .build()
-                    .expect("limiter"),
-            ),
-            Case::Gcra => Arc::new(
-                measured(Gcra::builder(quota, store))
-                    .deadline(DEADLINE)
-                    .build()
-                    .expect("limiter"),
-            ),
+            Case::Sliding4 => build(SlidingWindow::builder(quota, store).sub_windows(4)),
+            Case::Fixed => build(FixedWindow::builder(quota, store)),
+            Case::Gcra => build(Gcra::builder(quota, store)),
         }
     }
+}
+
+/// `builder`'s limiter, measured, with the deadline [`DEADLINE`].
+fn build<A>(builder: LimiterBuilder<A>) -> Arc<RateLimiter> {
+    Arc::new(
+        measured(builder)
+            .deadline(DEADLINE)
+            .build()
+            .expect("limiter"),
+    )
 }
 
 /// One run's result.
@@ -119,11 +113,7 @@ async fn run(limiter: Arc<RateLimiter>, in_flight: usize, seconds: f64, seed: u6
 
 fn main() {
     let mut args = Args::parse();
-    if args.quick {
-        args.timing.runs = 1;
-        args.timing.seconds = 1.0;
-    }
-    args.timing.validate();
+    args.timing.resolve(args.quick);
     let placement = server::pin_self_or_reexec();
     let memcached = Memcached::start(&server::find_binary(), placement.pin_server);
     let address = memcached.address();

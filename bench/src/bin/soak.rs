@@ -26,8 +26,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use memcache_ratelimit::{
-    FailurePolicy, FixedWindow, Gcra, MemcachedStore, RateLimiter, SlidingWindow,
+    FixedWindow, Gcra, LimiterBuilder, MemcachedStore, RateLimiter, SlidingWindow,
 };
+use memcache_ratelimit_bench::algorithm::measured;
 use memcache_ratelimit_bench::server::{self, Memcached};
 use tokio::sync::Semaphore;
 
@@ -170,29 +171,14 @@ async fn soak(args: &Args, server: &Memcached) -> Outcome {
             .expect("memcached store"),
     );
     let per_second = "3/second".parse().expect("quota");
-    let fixed = Arc::new(
-        FixedWindow::builder(per_second, store.clone())
-            .namespace("soak-fw")
-            .on_failure(FailurePolicy::ReturnError)
-            .build()
-            .expect("limiter"),
-    );
-    let sliding = Arc::new(
-        SlidingWindow::builder("12/4s".parse().expect("quota"), store.clone())
-            .sub_windows(4)
-            .namespace("soak-sw")
-            .on_failure(FailurePolicy::ReturnError)
-            .build()
-            .expect("limiter"),
-    );
-    let gcra = Arc::new(
-        Gcra::builder(per_second, store.clone())
-            .namespace("soak-gcra")
-            .on_failure(FailurePolicy::ReturnError)
-            .build()
-            .expect("limiter"),
-    );
-    let limiters: [Arc<RateLimiter>; 3] = [fixed, sliding, gcra];
+    let limiters: [Arc<RateLimiter>; 3] = [
+        build(FixedWindow::builder(per_second, store.clone()), "soak-fw"),
+        build(
+            SlidingWindow::builder("12/4s".parse().expect("quota"), store.clone()).sub_windows(4),
+            "soak-sw",
+        ),
+        build(Gcra::builder(per_second, store.clone()), "soak-gcra"),
+    ];
     let admitted: Arc<[AtomicU64; 3]> = Arc::new(Default::default());
     let errors = Arc::new(AtomicU64::new(0));
     let slots = Arc::new(Semaphore::new(IN_FLIGHT));
@@ -271,6 +257,17 @@ async fn soak(args: &Args, server: &Memcached) -> Outcome {
     outcome.errors = errors.load(Ordering::Relaxed);
     outcome.admitted = [0, 1, 2].map(|i| admitted[i].load(Ordering::Relaxed));
     outcome
+}
+
+/// `builder`'s limiter in `namespace`, with store failures returned as
+/// errors ([`measured`]), which the soak counts.
+fn build<A>(builder: LimiterBuilder<A>, namespace: &str) -> Arc<RateLimiter> {
+    Arc::new(
+        measured(builder)
+            .namespace(namespace)
+            .build()
+            .expect("limiter"),
+    )
 }
 
 /// Counts one fixed-window decision made between unix seconds `before`
