@@ -144,9 +144,11 @@ impl FromStr for Quota {
     type Err = ConfigError;
 
     /// Reads `<limit>/<period>` or `<limit> per <period>`. The period is a
-    /// unit (`second`, `minute`, `hour`, `day`, or `s`, `m`, `h`, `d`,
-    /// `ms`, plurals and `sec`/`min` accepted) optionally preceded by a
-    /// count, as in `15s` or `10 minutes`.
+    /// unit (`ms`, `second`, `minute`, `hour`, `day`, `week`; their
+    /// plurals; or `s`, `sec`, `m`, `min`, `h`, `hr`, `d`, `w`) counted
+    /// once, or a sum of terms each with a number before it: `15s`,
+    /// `10 minutes`, `1h30m`, `1h 30m`, `1.5s`. Decimals are exact and
+    /// must come to whole milliseconds.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
         let (limit, period) = text
@@ -167,34 +169,84 @@ impl FromStr for Quota {
     }
 }
 
-fn parse_period(text: &str) -> Result<Duration, ConfigError> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (count, unit) = text.split_at(split);
-    let count: u64 = if count.is_empty() {
-        1
-    } else {
-        count
-            .parse()
-            .map_err(|_| ConfigError::new("period", format!("{count:?} is too large")))?
-    };
-    let unit_millis: u64 = match unit.trim() {
-        "ms" | "millisecond" | "milliseconds" => 1,
+/// Milliseconds in one of each unit a period may be written in.
+fn unit_millis(unit: &str) -> Option<u128> {
+    Some(match unit {
+        "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1,
         "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
         "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
-        "h" | "hr" | "hour" | "hours" => 3_600_000,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000,
         "d" | "day" | "days" => 86_400_000,
-        other => {
-            return Err(ConfigError::new(
-                "period",
-                format!("unknown unit {other:?}; use ms, s, m, h or d"),
-            ))
+        "w" | "wk" | "wks" | "week" | "weeks" => 604_800_000,
+        _ => return None,
+    })
+}
+
+/// Reads a period: one or more terms of a number and a unit, such as
+/// `minute`, `10 minutes`, `1h30m`, `1h 30m` or `1.5s`. A lone unit counts
+/// once; decimals are exact, and must come to whole milliseconds.
+fn parse_period(text: &str) -> Result<Duration, ConfigError> {
+    let bad = |why: String| ConfigError::new("period", why);
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad(
+            "is empty; write a unit such as minute or 15s".to_owned()
+        ));
+    }
+    if unit_millis(rest).is_some() {
+        return term(text, "1", rest);
+    }
+    let mut total = Duration::ZERO;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, after) = rest.split_at(number_end);
+        let after = after.trim_start();
+        let unit_end = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_end);
+        if number.is_empty() {
+            return Err(bad(format!(
+                "{text:?}: each unit needs a number before it, as in 1h30m"
+            )));
         }
-    };
-    let millis = count
-        .checked_mul(unit_millis)
-        .ok_or_else(|| ConfigError::new("period", format!("{text:?} is too long")))?;
+        total = total
+            .checked_add(term(text, number, unit)?)
+            .ok_or_else(|| bad(format!("{text:?} is too long")))?;
+        rest = after.trim_start();
+    }
+    Ok(total)
+}
+
+/// `number` (digits, perhaps with a decimal point) of `unit`, exactly.
+fn term(text: &str, number: &str, unit: &str) -> Result<Duration, ConfigError> {
+    let bad = |why: String| ConfigError::new("period", why);
+    let size = unit_millis(unit).ok_or_else(|| {
+        bad(format!(
+            "unknown unit {unit:?} in {text:?}; use ms, s, m, h, d or w (or their names)"
+        ))
+    })?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.len() > 30 {
+        return Err(bad(format!("{number:?} in {text:?} is not a number")));
+    }
+    let scaled: u128 = digits
+        .parse()
+        .map_err(|_| bad(format!("{number:?} in {text:?} is not a number")))?;
+    let divisor = 10u128.pow(fraction.len() as u32);
+    let product = scaled
+        .checked_mul(size)
+        .ok_or_else(|| bad(format!("{text:?} is too long")))?;
+    if product % divisor != 0 {
+        return Err(bad(format!(
+            "{number}{unit} is not a whole number of milliseconds"
+        )));
+    }
+    let millis =
+        u64::try_from(product / divisor).map_err(|_| bad(format!("{text:?} is too long")))?;
     Ok(Duration::from_millis(millis))
 }
 
@@ -232,15 +284,24 @@ mod tests {
             ("7/10 minutes", 7, 600),
             ("1000/hour", 1000, 3600),
             ("3/2d", 3, 172_800),
+            ("100/1h30m", 100, 5_400),
+            ("100/1h 30m", 100, 5_400),
+            ("10/1.5 hours", 10, 5_400),
+            ("1000/week", 1000, 604_800),
+            ("1000/2 weeks", 1000, 1_209_600),
+            ("50/day", 50, 86_400),
+            ("50 per 3 days", 50, 259_200),
+            ("5/90 secs", 5, 90),
+            ("5/1m30s", 5, 90),
         ] {
             let quota: Quota = text.parse().unwrap();
             assert_eq!(quota.limit(), limit, "{text}");
             assert_eq!(quota.period(), Duration::from_secs(secs), "{text}");
         }
-        assert_eq!(
-            "9/250ms".parse::<Quota>().unwrap().period(),
-            Duration::from_millis(250)
-        );
+        for (text, millis) in [("9/250ms", 250), ("9/1.5s", 1_500), ("9/0.25s", 250)] {
+            let quota: Quota = text.parse().unwrap();
+            assert_eq!(quota.period(), Duration::from_millis(millis), "{text}");
+        }
     }
 
     #[test]
@@ -254,6 +315,13 @@ mod tests {
             ("10/400d", "period"),
             ("10", "quota"),
             ("10/99999999999999999999s", "period"),
+            ("10/1.0005s", "period"),
+            ("10/1.2.3s", "period"),
+            ("10/h1", "period"),
+            ("10/1h30", "period"),
+            ("10/.s", "period"),
+            ("10/", "period"),
+            ("10/99999999999999999999999999999999999w", "period"),
         ] {
             let error = text.parse::<Quota>().unwrap_err();
             assert_eq!(error.field(), field, "{text}: {error}");
