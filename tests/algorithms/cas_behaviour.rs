@@ -7,15 +7,13 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::cas::{self, CasSettings};
 use common::faults::LosingCas;
-use common::{fixtures, unique_client, Fixture, T0};
+use common::{admitted, fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::algorithm::CasPolicy;
 use memcache_ratelimit::algorithm::CasStats;
-use memcache_ratelimit::store::{PutCondition, Store};
-use memcache_ratelimit::Limiter;
-use memcache_ratelimit::{
-    Error, Gcra, HybridQuota, ManualClock, RateLimiter, SlidingLog, TokenBucket,
-};
+use memcache_ratelimit::store::PutCondition;
+use memcache_ratelimit::{Error, Gcra, RateLimiter, TokenBucket};
 
 /// One of the compare-and-swap limiters, named.
 struct Cas {
@@ -33,147 +31,58 @@ impl Cas {
     }
 }
 
-/// Builds each algorithm on `store` with the same settings, as a [`Cas`].
-macro_rules! build {
-    ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $strict:expr, $policy:expr) => {{
-        let limiter = common::patient($ty::builder($quota, $store))
-            .clock($clock.clone())
-            .strict($strict)
-            .cas_policy($policy)
-            .build()
-            .unwrap();
-        Cas {
-            name: $name,
-            limiter,
-        }
-    }};
-}
-
-/// The linear limiters: token bucket and GCRA.
-fn limiters(
-    store: Arc<dyn Store>,
-    clock: &ManualClock,
-    quota: &str,
-    strict: bool,
-    policy: CasPolicy,
-) -> Vec<Cas> {
-    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
-    vec![
-        build!(
-            "token bucket",
-            TokenBucket,
-            q,
-            store.clone(),
-            clock,
-            strict,
-            policy
-        ),
-        build!("gcra", Gcra, q, store, clock, strict, policy),
-    ]
-}
-
-/// Every compare-and-swap algorithm.
-fn every(
-    store: Arc<dyn Store>,
-    clock: &ManualClock,
-    quota: &str,
-    strict: bool,
-    policy: CasPolicy,
-) -> Vec<Cas> {
-    let q: memcache_ratelimit::Quota = quota.parse().unwrap();
-    let mut all = limiters(store.clone(), clock, quota, strict, policy);
-    all.push(build!(
-        "sliding log",
-        SlidingLog,
-        q,
-        store.clone(),
-        clock,
-        strict,
-        policy
-    ));
-    all.push(build!(
-        "hybrid quota",
-        HybridQuota,
-        q,
-        store,
-        clock,
-        strict,
-        policy
-    ));
-    all
-}
-
-/// The linear limiters on a fixture.
-fn linear(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
-    limiters(
-        f.store.clone(),
-        &f.clock,
-        quota,
-        strict,
-        CasPolicy::default(),
-    )
+fn named(limiters: Vec<(&'static str, RateLimiter)>) -> Vec<Cas> {
+    limiters
+        .into_iter()
+        .map(|(name, limiter)| Cas { name, limiter })
+        .collect()
 }
 
 /// Every compare-and-swap algorithm on a fixture.
 fn all(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
-    every(
-        f.store.clone(),
-        &f.clock,
-        quota,
+    let settings = CasSettings {
         strict,
-        CasPolicy::default(),
-    )
+        ..CasSettings::on(&f.clock)
+    };
+    named(cas::every(f.store.clone(), quota, &settings))
 }
 
-async fn admitted(limiter: &dyn Limiter, client: &[u8], tries: usize) -> usize {
-    let mut allowed = 0;
-    for _ in 0..tries {
-        if limiter.check(client).await.unwrap().is_allowed() {
-            allowed += 1;
-        }
-    }
-    allowed
+/// The linear limiters on a fixture: token bucket and GCRA, the first two
+/// of [`all`].
+fn linear(f: &Fixture, quota: &str, strict: bool) -> Vec<Cas> {
+    let mut linear = all(f, quota, strict);
+    linear.truncate(2);
+    linear
 }
 
 #[tokio::test]
 async fn a_full_bucket_admits_its_capacity_then_refills_at_the_rate() {
     for f in fixtures().await {
         for cas in linear(&f, "5/minute", false) {
+            let name = format!("{} {}", f.name, cas.name);
             let client = unique_client("refill");
-            assert_eq!(
-                admitted(&cas.limiter, &client, 8).await,
-                5,
-                "{} {}",
-                f.name,
-                cas.name
-            );
+            assert_eq!(admitted(&cas.limiter, &client, 8).await, 5, "{name}");
             let denied = cas.limiter.check(&client).await.unwrap();
             assert_eq!(
                 denied.retry_after(),
                 Some(Duration::from_secs(12)),
-                "{} {}",
-                f.name,
-                cas.name
+                "{name}"
             );
             assert_eq!(denied.reset_after(), Duration::from_secs(60));
             f.clock.advance(Duration::from_millis(11_999));
             assert!(
                 cas.limiter.check(&client).await.unwrap().is_denied(),
-                "{} {}",
-                f.name,
-                cas.name
+                "{name}"
             );
             f.clock.advance(Duration::from_millis(1));
             let allowed = cas.limiter.check(&client).await.unwrap();
-            assert!(allowed.is_allowed(), "{} {}", f.name, cas.name);
+            assert!(allowed.is_allowed(), "{name}");
             assert_eq!(allowed.remaining(), 0);
             f.clock.advance(Duration::from_secs(600));
             assert_eq!(
                 admitted(&cas.limiter, &client, 8).await,
                 5,
-                "{} {}: refill is capped",
-                f.name,
-                cas.name
+                "{name}: refill is capped"
             );
         }
     }
@@ -196,30 +105,9 @@ async fn costs_count_in_units_and_a_cost_above_capacity_is_an_error() {
                 "{}",
                 cas.name
             );
-            assert!(matches!(
-                cas.limiter.check_n(&client, 11).await,
-                Err(Error::CostExceedsLimit {
-                    cost: 11,
-                    limit: 10
-                })
-            ));
-            assert!(matches!(
-                cas.limiter.check_n(&client, 0).await,
-                Err(Error::ZeroCost)
-            ));
+            common::assert_impossible_costs_are_errors(&cas.limiter, &client).await;
         }
     }
-}
-
-async fn every_second(f: &Fixture, limiter: &dyn Limiter, client: &[u8], secs: u32) -> usize {
-    let mut allowed = 0;
-    for _ in 0..secs {
-        f.clock.advance(Duration::from_secs(1));
-        if limiter.check(client).await.unwrap().is_allowed() {
-            allowed += 1;
-        }
-    }
-    allowed
 }
 
 #[tokio::test]
@@ -230,6 +118,8 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
                 .into_iter()
                 .zip(all(&f, "10/minute", true))
         {
+            // Both are the same algorithm.
+            let name = format!("{} {}", f.name, strict.name);
             let (a, b) = (unique_client("lenient"), unique_client("strict"));
             assert_eq!(admitted(&lenient.limiter, &a, 10).await, 10);
             assert_eq!(admitted(&strict.limiter, &b, 10).await, 10);
@@ -247,21 +137,11 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
                 "sliding log" | "hybrid quota" => 11,
                 _ => 20,
             };
-            assert_eq!(
-                lenient_through, expected,
-                "{} {}: refunded denials",
-                f.name, lenient.name
-            );
-            assert_eq!(strict_through, 0, "{} {}", f.name, strict.name);
+            assert_eq!(lenient_through, expected, "{name}: refunded denials");
+            assert_eq!(strict_through, 0, "{name}");
             // Quiet for two minutes, the strict client is welcome again.
             f.clock.advance(Duration::from_secs(120));
-            assert_eq!(
-                admitted(&strict.limiter, &b, 10).await,
-                10,
-                "{} {}",
-                f.name,
-                strict.name
-            );
+            assert_eq!(admitted(&strict.limiter, &b, 10).await, 10, "{name}");
         }
     }
 }
@@ -270,6 +150,7 @@ async fn strict_mode_keeps_a_flooding_client_denied_until_it_stops() {
 async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
     for f in fixtures().await {
         for cas in linear(&f, "10/minute", false) {
+            let name = format!("{} {}", f.name, cas.name);
             let client = unique_client("replay");
             let at = |secs: i64| chrono::DateTime::from_timestamp(T0 - 3_600 + secs, 0).unwrap();
             let allowed_at = |secs: i64| {
@@ -291,12 +172,7 @@ async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
             assert!(!allowed_at(5).await, "{}", cas.name);
             assert!(allowed_at(6).await, "{}", cas.name);
             // An event from before the latest one cannot use the time since.
-            assert!(
-                !allowed_at(3).await,
-                "{} {}: an older event was admitted",
-                f.name,
-                cas.name
-            );
+            assert!(!allowed_at(3).await, "{name}: an older event was admitted");
         }
     }
 }
@@ -305,20 +181,22 @@ async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
 async fn lost_races_are_retried_and_running_out_never_admits() {
     for f in fixtures().await {
         let losing = Arc::new(LosingCas::new(f.store.clone()));
-        let policy =
-            CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100)).unwrap();
-        for cas in every(losing.clone(), &f.clock, "3/minute", false, policy) {
+        let settings = CasSettings {
+            policy: CasPolicy::new(4, Duration::from_micros(10), Duration::from_micros(100))
+                .unwrap(),
+            ..CasSettings::on(&f.clock)
+        };
+        for cas in named(cas::every(losing.clone(), "3/minute", &settings)) {
+            let name = format!("{} {}", f.name, cas.name);
             let client = unique_client("race");
             losing.lose_next(3);
             let first = cas.limiter.check(&client).await.unwrap();
-            assert!(first.is_allowed(), "{} {}", f.name, cas.name);
+            assert!(first.is_allowed(), "{name}");
             let stats = cas.stats();
             assert_eq!(
                 (stats.attempts, stats.conflicts, stats.retries),
                 (4, 3, 3),
-                "{} {}",
-                f.name,
-                cas.name
+                "{name}"
             );
 
             losing.lose_next(4);
@@ -330,13 +208,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
             assert_eq!(cas.stats().exhausted, 1);
             // Nothing was taken by the failed decision: two of three remain.
             let next = cas.limiter.check(&client).await.unwrap();
-            assert_eq!(
-                (next.is_allowed(), next.remaining()),
-                (true, 1),
-                "{} {}",
-                f.name,
-                cas.name
-            );
+            assert_eq!((next.is_allowed(), next.remaining()), (true, 1), "{name}");
             assert_eq!(cas.stats().decisions, 3);
         }
     }
@@ -346,6 +218,7 @@ async fn lost_races_are_retried_and_running_out_never_admits() {
 async fn a_value_that_is_not_the_state_is_replaced() {
     for f in fixtures().await {
         for cas in all(&f, "3/minute", false) {
+            let name = format!("{} {}", f.name, cas.name);
             let client = unique_client("garbage");
             let key = cas.key(&client);
             f.store
@@ -361,9 +234,7 @@ async fn a_value_that_is_not_the_state_is_replaced() {
             assert_eq!(
                 (decision.is_allowed(), decision.remaining()),
                 (true, 2),
-                "{} {}",
-                f.name,
-                cas.name
+                "{name}"
             );
             assert_eq!(cas.stats().replaced, 1);
             assert_ne!(
@@ -378,17 +249,12 @@ async fn a_value_that_is_not_the_state_is_replaced() {
 async fn reset_forgets_the_client_and_only_that_client() {
     for f in fixtures().await {
         for cas in all(&f, "2/minute", false) {
+            let name = format!("{} {}", f.name, cas.name);
             let (a, b) = (unique_client("reset-a"), unique_client("reset-b"));
             admitted(&cas.limiter, &a, 2).await;
             admitted(&cas.limiter, &b, 2).await;
             cas.limiter.reset(&a).await.unwrap();
-            assert_eq!(
-                admitted(&cas.limiter, &a, 5).await,
-                2,
-                "{} {}",
-                f.name,
-                cas.name
-            );
+            assert_eq!(admitted(&cas.limiter, &a, 5).await, 2, "{name}");
             assert!(cas.limiter.check(&b).await.unwrap().is_denied());
         }
     }
@@ -397,33 +263,28 @@ async fn reset_forgets_the_client_and_only_that_client() {
 #[tokio::test]
 async fn a_larger_capacity_bursts_without_raising_the_rate() {
     let f = common::memory();
-    let bucket = common::patient(TokenBucket::builder(
-        "60/minute".parse().unwrap(),
-        f.store.clone(),
-    ))
-    .capacity(150)
-    .clock(f.clock.clone())
-    .build()
-    .unwrap();
+    let bucket = |capacity| {
+        f.builder(TokenBucket::builder, "60/minute")
+            .capacity(capacity)
+            .build()
+    };
+    let bucket_of_150 = bucket(150).unwrap();
     let client = unique_client("burst");
-    assert_eq!(admitted(&bucket, &client, 200).await, 150);
+    assert_eq!(admitted(&bucket_of_150, &client, 200).await, 150);
     // Then one a second, the quota's rate.
-    assert_eq!(every_second(&f, &bucket, &client, 60).await, 60);
-    let too_big = common::patient(TokenBucket::builder(
-        "60/minute".parse().unwrap(),
-        f.store.clone(),
-    ))
-    .capacity(0)
-    .build();
-    assert_eq!(too_big.unwrap_err().field(), "capacity");
+    assert_eq!(
+        common::admitted_every_second(&f.clock, &bucket_of_150, &client, 60).await,
+        60
+    );
+    assert_eq!(bucket(0).unwrap_err().field(), "capacity");
 }
 
 #[tokio::test]
 async fn gcra_delay_mode_spaces_requests_at_the_rate() {
     let f = common::memory();
-    let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), f.store.clone()))
+    let gcra = f
+        .builder(Gcra::builder, "4/second")
         .burst(1)
-        .clock(f.clock.clone())
         .build()
         .unwrap();
     let client = unique_client("queue");

@@ -9,53 +9,29 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use common::cas::{self, CasSettings};
 use common::faults::LosingCas;
+use common::wrapped::{Hooks, Wrapped};
 use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::algorithm::CasPolicy;
-use memcache_ratelimit::algorithm::CasStats;
-use memcache_ratelimit::store::{
-    Counters, CountingStore, PutCondition, PutOutcome, Store, Versioned,
-};
+use memcache_ratelimit::store::{CountingStore, Store};
 use memcache_ratelimit::Limiter;
-use memcache_ratelimit::{
-    Decision, Error, Gcra, HybridQuota, ManualClock, Quota, SlidingLog, StoreError, TokenBucket,
-};
+use memcache_ratelimit::{Decision, Error, Gcra, ManualClock, TokenBucket};
 
 /// One of the compare-and-swap limiters, with its statistics.
-struct Cas {
-    name: &'static str,
-    limiter: Arc<dyn Limiter>,
-    stats: Box<dyn Fn() -> CasStats + Send + Sync>,
-}
-
-macro_rules! build {
-    ($name:expr, $ty:ident, $quota:expr, $store:expr, $clock:expr, $policy:expr) => {{
-        let limiter = Arc::new(
-            common::patient($ty::builder($quota, $store))
-                .clock($clock.clone())
-                .cas_policy($policy)
-                .deadline(Duration::from_secs(10))
-                .build()
-                .unwrap(),
-        );
-        Cas {
-            name: $name,
-            limiter: limiter.clone(),
-            stats: Box::new(move || limiter.cas_stats()),
-        }
-    }};
-}
+type Cas = cas::Shared;
 
 /// Every compare-and-swap algorithm on `store`, with a long deadline.
 fn every(store: Arc<dyn Store>, clock: &ManualClock, quota: &str, policy: CasPolicy) -> Vec<Cas> {
-    let q: Quota = quota.parse().unwrap();
-    vec![
-        build!("token bucket", TokenBucket, q, store.clone(), clock, policy),
-        build!("gcra", Gcra, q, store.clone(), clock, policy),
-        build!("sliding log", SlidingLog, q, store.clone(), clock, policy),
-        build!("hybrid quota", HybridQuota, q, store, clock, policy),
-    ]
+    let settings = CasSettings {
+        policy,
+        deadline: Duration::from_secs(10),
+        ..CasSettings::on(clock)
+    };
+    cas::every(store, quota, &settings)
+        .into_iter()
+        .map(|(name, limiter)| Cas::new(name, limiter))
+        .collect()
 }
 
 fn all(f: &Fixture, quota: &str) -> Vec<Cas> {
@@ -67,31 +43,19 @@ fn all(f: &Fixture, quota: &str) -> Vec<Cas> {
 /// decision would otherwise be made at once, in one atomic step, and
 /// there would be nothing to combine.
 fn waiting(f: &Fixture) -> Arc<dyn Store> {
-    Arc::new(Slow {
-        inner: f.store.clone(),
-        pause: Duration::ZERO,
-    })
+    slow(f, Duration::ZERO)
+}
+
+/// The fixture's store, answering reads and writes after `pause` (see
+/// [`Slow`]).
+fn slow(f: &Fixture, pause: Duration) -> Arc<dyn Store> {
+    Arc::new(Wrapped::with(f.store.clone(), Slow { pause }))
 }
 
 /// Spawns `tasks` tasks that each make `each` decisions for `client` on
 /// `limiter`, and returns how many were allowed.
 async fn hammer(limiter: &Arc<dyn Limiter>, client: &[u8], tasks: usize, each: usize) -> usize {
-    let mut handles = Vec::new();
-    for _ in 0..tasks {
-        let (limiter, client) = (limiter.clone(), client.to_vec());
-        handles.push(tokio::spawn(async move {
-            let mut allowed = 0;
-            for _ in 0..each {
-                allowed += usize::from(limiter.check(&client).await.unwrap().is_allowed());
-            }
-            allowed
-        }));
-    }
-    let mut allowed = 0;
-    for handle in handles {
-        allowed += handle.await.unwrap();
-    }
-    allowed
+    common::admitted_by_tasks((0..tasks).map(|_| (limiter.clone(), each)), client).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -104,10 +68,7 @@ async fn one_limiter_never_races_itself_on_a_hot_key() {
         // the luck of the scheduler).
         let store: Arc<dyn Store> = match f.real_time() {
             true => f.store.clone(),
-            false => Arc::new(Slow {
-                inner: f.store.clone(),
-                pause: Duration::from_millis(1),
-            }),
+            false => slow(&f, Duration::from_millis(1)),
         };
         for cas in every(store.clone(), &f.clock, "50/minute", CasPolicy::default()) {
             let client = unique_client("hot");
@@ -175,13 +136,10 @@ async fn each_request_in_a_group_gets_its_own_decision_in_arrival_order() {
 #[tokio::test]
 async fn each_request_keeps_its_own_time_and_maximum_delay() {
     for f in fixtures().await {
-        let bucket = common::patient(TokenBucket::builder(
-            "10/minute".parse().unwrap(),
-            waiting(&f),
-        ))
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+        let bucket = f
+            .builder_on(waiting(&f), TokenBucket::builder, "10/minute")
+            .build()
+            .unwrap();
         let client = unique_client("times");
         let at = |secs: i64| chrono::DateTime::from_timestamp(T0 + secs, 0).unwrap();
         let (all_ten, none_left, six_later, again) = tokio::join!(
@@ -198,9 +156,9 @@ async fn each_request_keeps_its_own_time_and_maximum_delay() {
         assert_eq!(bucket.cas_stats().combined, 4);
 
         // GCRA's delay mode through one group: each its own maximum delay.
-        let gcra = common::patient(Gcra::builder("4/second".parse().unwrap(), waiting(&f)))
+        let gcra = f
+            .builder_on(waiting(&f), Gcra::builder, "4/second")
             .burst(1)
-            .clock(f.clock.clone())
             .build()
             .unwrap();
         let client = unique_client("delays");
@@ -255,63 +213,22 @@ async fn a_group_of_denials_writes_nothing() {
     }
 }
 
-/// A store that answers reads and writes only after a pause, so a group
-/// stays in flight long enough for callers to give up during it; a zero
-/// pause yields to the scheduler once, as a network round trip would.
+/// Wrapped around a store, answers reads and writes only after a pause, so
+/// a group stays in flight long enough for callers to give up during it; a
+/// zero pause yields to the scheduler once, as a network round trip would.
 #[derive(Debug)]
 struct Slow {
-    inner: Arc<dyn Store>,
     pause: Duration,
 }
 
-impl Slow {
-    async fn wait(&self) {
+#[async_trait::async_trait]
+impl Hooks for Slow {
+    async fn before_get_or_put(&self) {
         if self.pause.is_zero() {
             tokio::task::yield_now().await;
         } else {
             tokio::time::sleep(self.pause).await;
         }
-    }
-}
-
-#[async_trait]
-impl Store for Slow {
-    async fn increment(
-        &self,
-        key: &[u8],
-        delta: u64,
-        ttl: Duration,
-        also_read: &[Vec<u8>],
-    ) -> Result<Counters, StoreError> {
-        self.inner.increment(key, delta, ttl, also_read).await
-    }
-
-    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        self.inner.decrement(key, delta).await
-    }
-
-    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        self.inner.get_counters(keys).await
-    }
-
-    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        self.wait().await;
-        self.inner.get(key).await
-    }
-
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        self.wait().await;
-        self.inner.put(key, value, ttl, condition).await
-    }
-
-    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        self.inner.delete(keys).await
     }
 }
 
@@ -324,11 +241,7 @@ async fn callers_that_give_up_never_stall_the_others() {
     const PAUSE: Duration = Duration::from_millis(100);
     let ms = |n: u64| Some(Duration::from_millis(n));
     for f in fixtures().await {
-        let slow = Arc::new(Slow {
-            inner: f.store.clone(),
-            pause: PAUSE,
-        });
-        for cas in every(slow, &f.clock, "3/minute", CasPolicy::default()) {
+        for cas in every(slow(&f, PAUSE), &f.clock, "3/minute", CasPolicy::default()) {
             let name = format!("{} {}", f.name, cas.name);
             let client = Arc::new(unique_client("cancel"));
             let spawn = |patience: Option<Duration>| {

@@ -23,18 +23,7 @@ fn per_minute(limit: u64) -> Quota {
 }
 
 fn fixed(f: &Fixture, limit: u64) -> RateLimiter {
-    common::patient(FixedWindow::builder(per_minute(limit), f.store.clone()))
-        .clock(f.clock.clone())
-        .build()
-        .unwrap()
-}
-
-fn sliding(f: &Fixture, limit: u64, n: u32) -> RateLimiter {
-    common::patient(SlidingWindow::builder(per_minute(limit), f.store.clone()))
-        .sub_windows(n)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap()
+    f.limiter(FixedWindow::builder, per_minute(limit))
 }
 
 /// The limits the exactness is held to, up to the largest one accepted.
@@ -90,7 +79,7 @@ async fn fixed_window_admits_a_large_limit_one_by_one_up_to_exactly_the_limit() 
 async fn sliding_window_does_not_admit_a_fraction_over_its_estimate() {
     for limit in [100_000, 1_000_000_000_000, (1 << 53) + 1, MAX_LIMIT] {
         let f = common::memory();
-        let limiter = sliding(&f, limit, 1);
+        let limiter = f.sliding_window(per_minute(limit), 1);
         let client = unique_client("sliding-fraction");
         // One request in the previous minute, the rest of the limit in
         // this one but one.
@@ -120,7 +109,7 @@ async fn sliding_window_does_not_admit_a_fraction_over_its_estimate() {
 async fn sliding_window_remaining_is_exact_at_large_limits() {
     let f = common::memory();
     let limit = (1 << 53) + 1;
-    let limiter = sliding(&f, limit, 4);
+    let limiter = f.sliding_window(per_minute(limit), 4);
     let client = unique_client("sliding-remaining");
     let first = limiter.check_n(&client, 2).await.unwrap();
     assert_eq!(first.remaining(), limit - 2);
@@ -152,8 +141,8 @@ async fn four_requests_of_half_the_counter_range_are_not_all_admitted() {
     // The largest limit accepted, and requests as large as it: the
     // counter never wraps, and the limit holds.
     let f = common::memory();
-    let limiter = common::patient(FixedWindow::builder(per_minute(MAX_LIMIT), f.store.clone()))
-        .clock(f.clock.clone())
+    let limiter = f
+        .builder(FixedWindow::builder, per_minute(MAX_LIMIT))
         .denied_requests(DeniedRequests::Counted)
         .build()
         .unwrap();
@@ -175,8 +164,8 @@ async fn four_requests_of_half_the_counter_range_are_not_all_admitted() {
 async fn a_wrapped_counter_is_read_as_a_full_window_and_repaired() {
     for f in fixtures().await {
         for counted in [DeniedRequests::Counted, DeniedRequests::Refunded] {
-            let limiter = common::patient(FixedWindow::builder(per_minute(100), f.store.clone()))
-                .clock(f.clock.clone())
+            let limiter = f
+                .builder(FixedWindow::builder, per_minute(100))
                 .denied_requests(counted)
                 .build()
                 .unwrap();

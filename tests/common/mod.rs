@@ -6,20 +6,26 @@
 // leaves unused is not dead.
 #![allow(dead_code)]
 
+pub mod cas;
 pub mod faults;
 pub mod memcached;
 #[cfg(feature = "memcached")]
 pub mod policies;
+pub mod replay;
 pub mod states;
 pub mod twemproxy;
+pub mod wrapped;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 #[cfg(feature = "memcached")]
 use memcache_ratelimit::store::{ClassicStore, MemcachedStore};
 use memcache_ratelimit::store::{MemoryStore, Store};
-use memcache_ratelimit::{FailurePolicy, LimiterBuilder, ManualClock};
+use memcache_ratelimit::{
+    FailurePolicy, Limiter, LimiterBuilder, ManualClock, Quota, RateLimiter, SlidingWindow,
+};
 
 /// The one key holding `client`'s state in a compare-and-swap `limiter`
 /// (it does not depend on the time).
@@ -51,10 +57,77 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// A fixture of `store` and `clock`, with no process behind it.
+    fn new(name: &'static str, store: Arc<dyn Store>, clock: ManualClock) -> Self {
+        Fixture {
+            name,
+            store,
+            clock,
+            server: None,
+            proxy: None,
+        }
+    }
+
     /// Whether the store keeps real time (a server) rather than the
     /// fixture's manual clock.
     pub fn real_time(&self) -> bool {
         self.server.is_some() || self.proxy.is_some()
+    }
+
+    /// `algorithm`'s builder (`FixedWindow::builder`, ...) at `quota` on the
+    /// fixture's store, [`patient`], reading the fixture's clock.
+    pub fn builder<A>(
+        &self,
+        algorithm: fn(Quota, Arc<dyn Store>) -> LimiterBuilder<A>,
+        quota: impl AsQuota,
+    ) -> LimiterBuilder<A> {
+        self.builder_on(self.store.clone(), algorithm, quota)
+    }
+
+    /// [`builder`](Self::builder), on `store` rather than the fixture's.
+    pub fn builder_on<A>(
+        &self,
+        store: Arc<dyn Store>,
+        algorithm: fn(Quota, Arc<dyn Store>) -> LimiterBuilder<A>,
+        quota: impl AsQuota,
+    ) -> LimiterBuilder<A> {
+        patient(algorithm(quota.quota(), store)).clock(self.clock.clone())
+    }
+
+    /// A sliding window of `n` sub-windows at `quota`, otherwise as
+    /// [`limiter`](Self::limiter) builds it.
+    pub fn sliding_window(&self, quota: impl AsQuota, n: u32) -> RateLimiter {
+        self.builder(SlidingWindow::builder, quota)
+            .sub_windows(n)
+            .build()
+            .unwrap()
+    }
+
+    /// The limiter [`builder`](Self::builder) builds with nothing more set.
+    pub fn limiter<A>(
+        &self,
+        algorithm: fn(Quota, Arc<dyn Store>) -> LimiterBuilder<A>,
+        quota: impl AsQuota,
+    ) -> RateLimiter {
+        self.builder(algorithm, quota).build().unwrap()
+    }
+}
+
+/// A quota as the tests write it: text such as `"10/minute"`, or a
+/// [`Quota`].
+pub trait AsQuota {
+    fn quota(self) -> Quota;
+}
+
+impl AsQuota for &str {
+    fn quota(self) -> Quota {
+        self.parse().unwrap()
+    }
+}
+
+impl AsQuota for Quota {
+    fn quota(self) -> Quota {
+        self
     }
 }
 
@@ -63,13 +136,8 @@ pub const T0: i64 = 1_800_000_000;
 
 pub fn memory() -> Fixture {
     let clock = ManualClock::from_unix_secs(T0);
-    Fixture {
-        name: "memory",
-        store: Arc::new(MemoryStore::with_clock(clock.clone())),
-        clock,
-        server: None,
-        proxy: None,
-    }
+    let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+    Fixture::new("memory", store, clock)
 }
 
 #[cfg(feature = "memcached")]
@@ -79,12 +147,26 @@ pub async fn memcached() -> Fixture {
         .await
         .expect("memcached store");
     Fixture {
-        name: "memcached",
-        store: Arc::new(store),
-        clock: ManualClock::from_unix_secs(T0),
         server: Some(server),
-        proxy: None,
+        ..Fixture::new(
+            "memcached",
+            Arc::new(store),
+            ManualClock::from_unix_secs(T0),
+        )
     }
+}
+
+#[cfg(feature = "memcached")]
+/// A classic-protocol store of `address`, with an I/O timeout (5 s) a busy
+/// test machine does not reach.
+fn classic_store(address: String) -> Arc<dyn Store> {
+    Arc::new(
+        ClassicStore::builder()
+            .server(address)
+            .io_timeout(Duration::from_secs(5))
+            .build()
+            .expect("classic store"),
+    )
 }
 
 #[cfg(feature = "memcached")]
@@ -92,18 +174,10 @@ pub async fn memcached() -> Fixture {
 /// ([`ClassicStore`]), as through twemproxy or to memcached 1.5.
 pub async fn classic() -> Fixture {
     let server = memcached::Memcached::start();
-    let store = ClassicStore::builder()
-        .server(server.address())
-        // A busy test machine is not a failure.
-        .io_timeout(Duration::from_secs(5))
-        .build()
-        .expect("classic store");
+    let store = classic_store(server.address());
     Fixture {
-        name: "classic",
-        store: Arc::new(store),
-        clock: ManualClock::from_unix_secs(T0),
         server: Some(server),
-        proxy: None,
+        ..Fixture::new("classic", store, ManualClock::from_unix_secs(T0))
     }
 }
 
@@ -112,17 +186,10 @@ pub async fn classic() -> Fixture {
 /// over the classic protocol, as an existing fleet behind a proxy runs.
 pub async fn twemproxy() -> Fixture {
     let proxy = twemproxy::Twemproxy::start(3);
-    let store = ClassicStore::builder()
-        .server(proxy.address())
-        .io_timeout(Duration::from_secs(5))
-        .build()
-        .expect("classic store");
+    let store = classic_store(proxy.address());
     Fixture {
-        name: "twemproxy",
-        store: Arc::new(store),
-        clock: ManualClock::from_unix_secs(T0),
-        server: None,
         proxy: Some(proxy),
+        ..Fixture::new("twemproxy", store, ManualClock::from_unix_secs(T0))
     }
 }
 
@@ -187,17 +254,7 @@ impl Fleet {
                 .into_iter()
                 .map(|store| store as Arc<dyn Store>)
                 .collect(),
-            Fleet::Twemproxy(proxy) => (0..count)
-                .map(|_| {
-                    Arc::new(
-                        ClassicStore::builder()
-                            .server(proxy.address())
-                            .io_timeout(Duration::from_secs(5))
-                            .build()
-                            .expect("classic store"),
-                    ) as Arc<dyn Store>
-                })
-                .collect(),
+            Fleet::Twemproxy(proxy) => (0..count).map(|_| classic_store(proxy.address())).collect(),
         }
     }
 }
@@ -232,6 +289,80 @@ pub fn unique_client(tag: &str) -> Vec<u8> {
 }
 
 pub const SECOND: Duration = Duration::from_secs(1);
+
+/// How many of `tries` checks for `client`, one after another, `limiter`
+/// admits.
+pub async fn admitted(limiter: &dyn Limiter, client: &[u8], tries: usize) -> usize {
+    let mut allowed = 0;
+    for _ in 0..tries {
+        if limiter.check(client).await.unwrap().is_allowed() {
+            allowed += 1;
+        }
+    }
+    allowed
+}
+
+/// For a `limiter` whose limit is 10: a cost of 11 and a cost of 0 are
+/// errors, not decisions.
+pub async fn assert_impossible_costs_are_errors(limiter: &RateLimiter, client: &[u8]) {
+    assert!(matches!(
+        limiter.check_n(client, 11).await,
+        Err(memcache_ratelimit::Error::CostExceedsLimit {
+            cost: 11,
+            limit: 10
+        })
+    ));
+    assert!(matches!(
+        limiter.check_n(client, 0).await,
+        Err(memcache_ratelimit::Error::ZeroCost)
+    ));
+}
+
+/// A client that retries every second while denied: how many of its
+/// checks over `secs` seconds `limiter` admits, the first a second on.
+pub async fn admitted_every_second(
+    clock: &ManualClock,
+    limiter: &dyn Limiter,
+    client: &[u8],
+    secs: u32,
+) -> usize {
+    let mut allowed = 0;
+    for _ in 0..secs {
+        clock.advance(SECOND);
+        allowed += admitted(limiter, client, 1).await;
+    }
+    allowed
+}
+
+/// Spawns a task per `(limiter, checks)` that makes `checks` checks for
+/// `client` on `limiter`, all at once; how many were admitted in all.
+pub async fn admitted_by_tasks(
+    tasks: impl IntoIterator<Item = (Arc<dyn Limiter>, usize)>,
+    client: &[u8],
+) -> usize {
+    let handles: Vec<_> = tasks
+        .into_iter()
+        .map(|(limiter, checks)| {
+            let client = client.to_vec();
+            tokio::spawn(async move { admitted(&*limiter, &client, checks).await })
+        })
+        .collect();
+    let mut allowed = 0;
+    for handle in handles {
+        allowed += handle.await.unwrap();
+    }
+    allowed
+}
+
+/// Runs `future` to completion on a runtime of its own, for tests that are
+/// not async themselves (such as proptest's).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
 
 /// A proptest configuration whose failing cases are saved beside the tests
 /// (`tests/proptest-regressions/<name>.txt`) to be committed and replayed.

@@ -15,55 +15,34 @@ use crate::common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::cas::{self, CasSettings};
 use common::memcached::{patient_store, Memcached};
 use common::unique_client;
 use memcache_ratelimit::algorithm::CasPolicy;
-use memcache_ratelimit::algorithm::CasStats;
 use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{Error, Gcra, MemcachedStore, Quota, TokenBucket};
 
 const IN_FLIGHT: usize = 64;
 
 /// One limiter under test, with its statistics.
-struct Cas {
-    name: &'static str,
-    limiter: Arc<dyn Limiter>,
-    stats: Box<dyn Fn() -> CasStats + Send + Sync>,
-}
-
-fn policy() -> CasPolicy {
-    CasPolicy::new(100, Duration::from_micros(50), Duration::from_millis(5)).unwrap()
-}
+type Cas = cas::Shared;
 
 /// A `Gcra` and a `TokenBucket` enforcing `quota` on `store`, with the
 /// system clock and a long deadline.
 fn both(quota: &str, store: &Arc<MemcachedStore>) -> Vec<Cas> {
     let quota: Quota = quota.parse().unwrap();
-    let gcra = Arc::new(
-        common::patient(Gcra::builder(quota, store.clone()))
-            .cas_policy(policy())
-            .deadline(Duration::from_secs(10))
-            .build()
-            .unwrap(),
-    );
-    let bucket = Arc::new(
-        common::patient(TokenBucket::builder(quota, store.clone()))
-            .cas_policy(policy())
-            .deadline(Duration::from_secs(10))
-            .build()
-            .unwrap(),
-    );
+    let settings = CasSettings {
+        clock: None,
+        strict: false,
+        policy: CasPolicy::new(100, Duration::from_micros(50), Duration::from_millis(5)).unwrap(),
+        deadline: Duration::from_secs(10),
+    };
     vec![
-        Cas {
-            name: "gcra",
-            limiter: gcra.clone(),
-            stats: Box::new(move || gcra.cas_stats()),
-        },
-        Cas {
-            name: "token bucket",
-            limiter: bucket.clone(),
-            stats: Box::new(move || bucket.cas_stats()),
-        },
+        Cas::new("gcra", settings.build(Gcra::builder(quota, store.clone()))),
+        Cas::new(
+            "token bucket",
+            settings.build(TokenBucket::builder(quota, store.clone())),
+        ),
     ]
 }
 

@@ -13,10 +13,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::memcached::Memcached;
 use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::limiter::CasAlgorithm;
 use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
-    FailurePolicy, FixedWindow, Gcra, ManualClock, MemcachedStore, Quota, SlidingLog,
-    SlidingWindow, TokenBucket,
+    FailurePolicy, FixedWindow, Gcra, LimiterBuilder, ManualClock, MemcachedStore, Quota,
+    SlidingLog, SlidingWindow, TokenBucket,
 };
 
 /// Set in a worker: `<algorithm> <memcached address> <start, unix ms>
@@ -179,48 +180,46 @@ fn since_epoch() -> Duration {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap()
 }
 
-/// `algorithm` at [`LIMIT`] per minute, every process at the same instant
-/// of its own clock, store failures returned rather than absorbed, and
-/// enough compare-and-swap attempts that 128 writers at once all get
-/// through.
+/// `builder` as every process sets it up: at the same instant of its own
+/// clock, 7 s into a minute (the same window and sub-window for every
+/// process), in `algorithm`'s namespace, with store failures returned
+/// rather than absorbed.
+fn in_step<A>(builder: LimiterBuilder<A>, algorithm: &str) -> LimiterBuilder<A> {
+    builder
+        .clock(ManualClock::from_unix_secs(common::T0 + 7))
+        .namespace(algorithm)
+        .on_failure(FailurePolicy::ReturnError)
+}
+
+/// [`in_step`], with enough compare-and-swap attempts that 128 writers at
+/// once all get through.
+fn cas_in_step<A: CasAlgorithm>(builder: LimiterBuilder<A>, algorithm: &str) -> Arc<dyn Limiter> {
+    let cas = CasPolicy::new(1_000, Duration::from_micros(100), Duration::from_millis(5)).unwrap();
+    let limiter = in_step(builder, algorithm).cas_policy(cas).build().unwrap();
+    Arc::new(limiter)
+}
+
+/// `algorithm` at [`LIMIT`] per minute, [`in_step`] (and for a
+/// compare-and-swap algorithm [`cas_in_step`]).
 fn limiter(algorithm: &str, store: Arc<MemcachedStore>) -> Arc<dyn Limiter> {
     let quota = Quota::per_minute(LIMIT.try_into().unwrap());
-    // 7 s into a minute: the same window and sub-window for every process.
-    let clock = ManualClock::from_unix_secs(common::T0 + 7);
-    let cas = CasPolicy::new(1_000, Duration::from_micros(100), Duration::from_millis(5)).unwrap();
-    macro_rules! common {
-        ($builder:expr) => {
-            $builder
-                .clock(clock)
-                .namespace(algorithm)
-                .on_failure(FailurePolicy::ReturnError)
-        };
-    }
     match algorithm {
-        "fixed" => Arc::new(common!(FixedWindow::builder(quota, store)).build().unwrap()),
+        "fixed" => Arc::new(
+            in_step(FixedWindow::builder(quota, store), algorithm)
+                .build()
+                .unwrap(),
+        ),
         "sliding" => Arc::new(
-            common!(SlidingWindow::builder(quota, store).sub_windows(4))
-                .build()
-                .unwrap(),
+            in_step(
+                SlidingWindow::builder(quota, store).sub_windows(4),
+                algorithm,
+            )
+            .build()
+            .unwrap(),
         ),
-        "token" => Arc::new(
-            common!(TokenBucket::builder(quota, store))
-                .cas_policy(cas)
-                .build()
-                .unwrap(),
-        ),
-        "gcra" => Arc::new(
-            common!(Gcra::builder(quota, store))
-                .cas_policy(cas)
-                .build()
-                .unwrap(),
-        ),
-        "log" => Arc::new(
-            common!(SlidingLog::builder(quota, store))
-                .cas_policy(cas)
-                .build()
-                .unwrap(),
-        ),
+        "token" => cas_in_step(TokenBucket::builder(quota, store), algorithm),
+        "gcra" => cas_in_step(Gcra::builder(quota, store), algorithm),
+        "log" => cas_in_step(SlidingLog::builder(quota, store), algorithm),
         other => panic!("unknown algorithm {other}"),
     }
 }

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::memcached::Memcached;
-use memcache_ratelimit::store::{ClassicStore, Protocol, Store, DEFAULT_MAX_CONNECTIONS};
+use memcache_ratelimit::store::{
+    ClassicStore, ClassicStoreBuilder, MemcachedStoreBuilder, Protocol, Store,
+    DEFAULT_MAX_CONNECTIONS,
+};
 use memcache_ratelimit::{FailurePolicy, FixedWindow, MemcachedStore, RateLimiter};
 
 /// Decisions made while the server is stopped: rounds of concurrent ones.
@@ -94,98 +97,67 @@ async fn connections_stay_bounded(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hung_server_costs_no_more_connections_than_the_bound_through_the_classic_store() {
+/// A memcached, and a classic store of it as `configure` sets it up.
+fn classic(
+    configure: impl FnOnce(ClassicStoreBuilder) -> ClassicStoreBuilder,
+) -> (Memcached, Arc<dyn Store>) {
     let server = Memcached::start();
-    let store = ClassicStore::builder()
-        .server(server.address())
+    let store = configure(ClassicStore::builder().server(server.address()))
         .build()
         .unwrap();
-    connections_stay_bounded(
-        "classic store",
-        Arc::new(store),
-        &server,
-        DEFAULT_MAX_CONNECTIONS,
-    )
-    .await;
+    (server, Arc::new(store))
+}
+
+/// A memcached, and a memcached store of it as `configure` sets it up.
+async fn meta(
+    configure: impl FnOnce(MemcachedStoreBuilder) -> MemcachedStoreBuilder,
+) -> (Memcached, Arc<dyn Store>) {
+    let server = Memcached::start();
+    let store = configure(MemcachedStore::builder().server(server.address()))
+        .build()
+        .await
+        .unwrap();
+    (server, Arc::new(store))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_server_costs_no_more_connections_than_the_bound_through_the_classic_store() {
+    let (server, store) = classic(|store| store);
+    connections_stay_bounded("classic store", store, &server, DEFAULT_MAX_CONNECTIONS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_server_costs_no_more_connections_than_the_bound_through_the_meta_store() {
-    let server = Memcached::start();
-    let store = MemcachedStore::builder()
-        .server(server.address())
-        .build()
-        .await
-        .unwrap();
-    connections_stay_bounded(
-        "meta store, pipelined",
-        Arc::new(store),
-        &server,
-        DEFAULT_MAX_CONNECTIONS,
-    )
-    .await;
+    let (server, store) = meta(|store| store).await;
+    let name = "meta store, pipelined";
+    connections_stay_bounded(name, store, &server, DEFAULT_MAX_CONNECTIONS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_server_costs_no_more_connections_than_the_bound_without_pipelining() {
-    let server = Memcached::start();
-    let store = MemcachedStore::builder()
-        .server(server.address())
-        .pipelining(false)
-        .build()
-        .await
-        .unwrap();
-    connections_stay_bounded(
-        "meta store, not pipelined",
-        Arc::new(store),
-        &server,
-        DEFAULT_MAX_CONNECTIONS,
-    )
-    .await;
+    let (server, store) = meta(|store| store.pipelining(false)).await;
+    let name = "meta store, not pipelined";
+    connections_stay_bounded(name, store, &server, DEFAULT_MAX_CONNECTIONS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_server_costs_no_more_connections_than_the_bound_through_the_classic_protocol() {
-    let server = Memcached::start();
-    let store = MemcachedStore::builder()
-        .server(server.address())
-        .protocol(Protocol::Classic)
-        .build()
-        .await
-        .unwrap();
-    connections_stay_bounded(
-        "memcached store, classic protocol",
-        Arc::new(store),
-        &server,
-        DEFAULT_MAX_CONNECTIONS,
-    )
-    .await;
+    let (server, store) = meta(|store| store.protocol(Protocol::Classic)).await;
+    let name = "memcached store, classic protocol";
+    connections_stay_bounded(name, store, &server, DEFAULT_MAX_CONNECTIONS).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configured_bound_holds_through_the_classic_store() {
-    let server = Memcached::start();
-    let store = ClassicStore::builder()
-        .server(server.address())
-        .max_connections(8)
-        .build()
-        .unwrap();
-    connections_stay_bounded("classic store, 8 connections", Arc::new(store), &server, 8).await;
+    let (server, store) = classic(|store| store.max_connections(8));
+    connections_stay_bounded("classic store, 8 connections", store, &server, 8).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_configured_bound_holds_through_the_meta_store_without_pipelining() {
-    let server = Memcached::start();
-    let store = MemcachedStore::builder()
-        .server(server.address())
-        .pipelining(false)
-        .max_connections(8)
-        .build()
-        .await
-        .unwrap();
+    let (server, store) = meta(|store| store.pipelining(false).max_connections(8)).await;
     let name = "meta store, not pipelined, 8 connections";
-    connections_stay_bounded(name, Arc::new(store), &server, 8).await;
+    connections_stay_bounded(name, store, &server, 8).await;
 }
 
 /// With 2 connections, an I/O timeout of 100 ms and a drain timeout of
@@ -233,18 +205,16 @@ async fn a_server_that_never_answers_holds_connections_only_for_the_drain_timeou
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_classic_store_gives_up_connections_after_the_drain_timeout() {
-    let server = Memcached::start();
-    let store = ClassicStore::builder()
-        .server(server.address())
-        .max_connections(2)
-        .io_timeout(Duration::from_millis(100))
-        .drain_timeout(Duration::from_millis(100))
-        .connect_timeout(Duration::from_millis(50))
-        .build()
-        .unwrap();
+    let (server, store) = classic(|store| {
+        store
+            .max_connections(2)
+            .io_timeout(Duration::from_millis(100))
+            .drain_timeout(Duration::from_millis(100))
+            .connect_timeout(Duration::from_millis(50))
+    });
     a_server_that_never_answers_holds_connections_only_for_the_drain_timeout(
         "classic store",
-        Arc::new(store),
+        store,
         &server,
     )
     .await;
@@ -252,20 +222,18 @@ async fn the_classic_store_gives_up_connections_after_the_drain_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_meta_store_gives_up_connections_after_the_drain_timeout() {
-    let server = Memcached::start();
-    let store = MemcachedStore::builder()
-        .server(server.address())
-        .pipelining(false)
-        .max_connections(2)
-        .io_timeout(Duration::from_millis(100))
-        .drain_timeout(Duration::from_millis(100))
-        .connect_timeout(Duration::from_millis(50))
-        .build()
-        .await
-        .unwrap();
+    let (server, store) = meta(|store| {
+        store
+            .pipelining(false)
+            .max_connections(2)
+            .io_timeout(Duration::from_millis(100))
+            .drain_timeout(Duration::from_millis(100))
+            .connect_timeout(Duration::from_millis(50))
+    })
+    .await;
     a_server_that_never_answers_holds_connections_only_for_the_drain_timeout(
         "meta store, not pipelined",
-        Arc::new(store),
+        store,
         &server,
     )
     .await;

@@ -10,38 +10,47 @@ use std::time::Duration;
 
 use chrono::DateTime;
 use common::states::{self, Algorithm};
-use common::{fixtures, unique_client, T0};
+use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::store::PutCondition;
-use memcache_ratelimit::Limiter;
+use memcache_ratelimit::{Decision, Limiter, RateLimiter};
 use memcache_ratelimit::{Gcra, HybridQuota, SlidingLog, TokenBucket};
 
 const YEAR_2200: i64 = 7_258_118_400;
 
-#[tokio::test]
-async fn gcra_state_from_the_far_future_does_not_block_for_centuries() {
-    let f = common::memory();
-    let gcra = common::patient(Gcra::builder("10/minute".parse().unwrap(), f.store.clone()))
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
-    let client = unique_client("far-future");
+/// Spends `cost` of `limiter`'s quota for `client` at a time in the year
+/// 2200, then asks at the limiter's own time: the decision waits no longer
+/// than `horizon`, and the state read was counted as repaired. Returns the
+/// decision and its wait.
+async fn spent_in_2200_then_asked_now(
+    limiter: &dyn Limiter,
+    client: &[u8],
+    cost: u64,
+    name: &str,
+    horizon: Duration,
+) -> (Decision, Duration) {
     let future = DateTime::from_timestamp(YEAR_2200, 0).unwrap();
-    assert!(gcra
-        .check_at(&client, 1, future)
-        .await
-        .unwrap()
-        .is_allowed());
-    // Burst tolerance 60 s, the longest reservation one period (60 s), the
-    // allowed clock skew 1 s.
-    let horizon = Duration::from_secs(121);
-    let decision = gcra.check(&client).await.unwrap();
+    let spent = limiter.check_at(client, cost, future).await.unwrap();
+    assert!(spent.is_allowed(), "{name}: {spent:?}");
+    let decision = limiter.check(client).await.unwrap();
     let retry = decision.retry_after().unwrap_or_default();
     assert!(
         retry <= horizon && decision.reset_after() <= horizon,
-        "retry_after {retry:?}, reset_after {:?}: {decision:?}",
+        "{name}: retry_after {retry:?}, reset_after {:?}, horizon {horizon:?}: {decision:?}",
         decision.reset_after()
     );
-    assert_eq!(gcra.stats().failures.repaired, 1);
+    assert_eq!(limiter.stats().failures.repaired, 1, "{name}");
+    (decision, retry)
+}
+
+#[tokio::test]
+async fn gcra_state_from_the_far_future_does_not_block_for_centuries() {
+    let f = common::memory();
+    let gcra = f.limiter(Gcra::builder, "10/minute");
+    let client = unique_client("far-future");
+    // Burst tolerance 60 s, the longest reservation one period (60 s), the
+    // allowed clock skew 1 s.
+    let horizon = Duration::from_secs(121);
+    let (_, retry) = spent_in_2200_then_asked_now(&gcra, &client, 1, "gcra", horizon).await;
     // Admitted again no later than promised.
     f.clock.advance(retry);
     assert!(gcra.check(&client).await.unwrap().is_allowed());
@@ -50,25 +59,16 @@ async fn gcra_state_from_the_far_future_does_not_block_for_centuries() {
 /// Spends `limiter`'s whole quota at a time in the year 2200, then asks at
 /// the limiter's own time: the decision is bounded by `horizon`, tells the
 /// truth, and the state read was counted as repaired.
-async fn spent_in_2200_then_asked_now(
+async fn spent_all_in_2200_then_asked_now(
     f: &common::Fixture,
     limiter: &dyn Limiter,
     name: &str,
     horizon: Duration,
 ) {
     let client = unique_client("far-future");
-    let future = DateTime::from_timestamp(YEAR_2200, 0).unwrap();
     let limit = limiter.quota().limit();
-    let spent = limiter.check_at(&client, limit, future).await.unwrap();
-    assert!(spent.is_allowed(), "{name}: {spent:?}");
-    let decision = limiter.check(&client).await.unwrap();
-    let retry = decision.retry_after().unwrap_or_default();
-    assert!(
-        retry <= horizon && decision.reset_after() <= horizon,
-        "{name}: retry_after {retry:?}, reset_after {:?}, horizon {horizon:?}",
-        decision.reset_after()
-    );
-    assert_eq!(limiter.stats().failures.repaired, 1, "{name}");
+    let (decision, retry) =
+        spent_in_2200_then_asked_now(limiter, &client, limit, name, horizon).await;
     if decision.is_denied() {
         f.clock.advance(retry);
         let again = limiter.check(&client).await.unwrap();
@@ -82,43 +82,25 @@ async fn spent_in_2200_then_asked_now(
 #[tokio::test]
 async fn token_bucket_state_from_the_far_future_is_clamped() {
     let f = common::memory();
-    let bucket = common::patient(TokenBucket::builder(
-        "10/minute".parse().unwrap(),
-        f.store.clone(),
-    ))
-    .clock(f.clock.clone())
-    .build()
-    .unwrap();
+    let bucket = f.limiter(TokenBucket::builder, "10/minute");
     // A refill of the whole bucket (60 s) plus the skew.
-    spent_in_2200_then_asked_now(&f, &bucket, "token bucket", Duration::from_secs(61)).await;
+    spent_all_in_2200_then_asked_now(&f, &bucket, "token bucket", Duration::from_secs(61)).await;
 }
 
 #[tokio::test]
 async fn sliding_log_state_from_the_far_future_is_clamped() {
     let f = common::memory();
-    let log = common::patient(SlidingLog::builder(
-        "10/minute".parse().unwrap(),
-        f.store.clone(),
-    ))
-    .clock(f.clock.clone())
-    .build()
-    .unwrap();
+    let log = f.limiter(SlidingLog::builder, "10/minute");
     // One period plus the skew.
-    spent_in_2200_then_asked_now(&f, &log, "sliding log", Duration::from_secs(61)).await;
+    spent_all_in_2200_then_asked_now(&f, &log, "sliding log", Duration::from_secs(61)).await;
 }
 
 #[tokio::test]
 async fn hybrid_quota_state_from_the_far_future_is_clamped() {
     let f = common::memory();
-    let quota = common::patient(HybridQuota::builder(
-        "10/minute".parse().unwrap(),
-        f.store.clone(),
-    ))
-    .clock(f.clock.clone())
-    .build()
-    .unwrap();
+    let quota = f.limiter(HybridQuota::builder, "10/minute");
     // Two windows (a smooth refill from −q to q) plus the skew.
-    spent_in_2200_then_asked_now(&f, &quota, "hybrid quota", Duration::from_secs(121)).await;
+    spent_all_in_2200_then_asked_now(&f, &quota, "hybrid quota", Duration::from_secs(121)).await;
 }
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -134,12 +116,22 @@ async fn write_raw(f: &common::Fixture, limiter: &dyn Limiter, client: &[u8], va
         .unwrap();
 }
 
+/// Each compare-and-swap algorithm's limiter on the fixture, with its name
+/// in messages.
+fn every_algorithm(f: &Fixture) -> Vec<(Algorithm, RateLimiter, String)> {
+    states::ALL
+        .into_iter()
+        .map(|algorithm| {
+            let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
+            (algorithm, limiter, format!("{} {algorithm:?}", f.name))
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
     for f in fixtures().await {
-        for algorithm in states::ALL {
-            let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
-            let name = format!("{} {algorithm:?}", f.name);
+        for (algorithm, limiter, name) in every_algorithm(&f) {
             let client = unique_client("raw-2200");
             let spent = states::spent_at(algorithm, YEAR_2200 * NANOS);
             write_raw(&f, &limiter, &client, &spent).await;
@@ -171,9 +163,7 @@ async fn a_spent_state_written_for_the_year_2200_is_clamped_on_every_store() {
 #[tokio::test]
 async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
     for f in fixtures().await {
-        for algorithm in states::ALL {
-            let limiter = states::build(algorithm, f.store.clone(), &f.clock, false);
-            let name = format!("{} {algorithm:?}", f.name);
+        for (algorithm, limiter, name) in every_algorithm(&f) {
             let now = T0 * NANOS;
             let garbage: Vec<Vec<u8>> = vec![
                 b"\xff not a state".to_vec(),

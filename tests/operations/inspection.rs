@@ -5,20 +5,13 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{fixtures, patient, unique_client};
-use memcache_ratelimit::{Clock, FixedWindow, Gcra, SlidingWindow};
+use common::{fixtures, unique_client};
+use memcache_ratelimit::{Clock, FixedWindow, Gcra};
 
 #[tokio::test]
 async fn inspecting_shows_the_counts_and_counts_nothing() {
     for f in fixtures().await {
-        let window = patient(SlidingWindow::builder(
-            "10/minute".parse().unwrap(),
-            f.store.clone(),
-        ))
-        .sub_windows(4)
-        .clock(f.clock.clone())
-        .build()
-        .unwrap();
+        let window = f.sliding_window("10/minute", 4);
         let client = unique_client("inspect");
         for _ in 0..4 {
             window.check(&client).await.unwrap();
@@ -48,24 +41,18 @@ async fn inspecting_shows_the_counts_and_counts_nothing() {
         let listed: Vec<&[u8]> = seen.keys.iter().map(|k| k.key.as_bytes()).collect();
         assert_eq!(listed, keys.iter().map(Vec::as_slice).collect::<Vec<_>>());
 
-        let fixed = patient(FixedWindow::builder(
-            "3/minute".parse().unwrap(),
-            f.store.clone(),
-        ))
-        .clock(f.clock.clone())
-        .namespace("fixed")
-        .build()
-        .unwrap();
+        let fixed = f
+            .builder(FixedWindow::builder, "3/minute")
+            .namespace("fixed")
+            .build()
+            .unwrap();
         fixed.check(&client).await.unwrap();
         let seen = fixed.inspect(&client).await.unwrap();
         assert_eq!(seen.keys.len(), 1);
         assert_eq!(seen.keys[0].value.as_deref(), Some("1"));
         assert_eq!(seen.estimate, Some(1.0));
 
-        let gcra = patient(Gcra::builder("3/minute".parse().unwrap(), f.store.clone()))
-            .clock(f.clock.clone())
-            .build()
-            .unwrap();
+        let gcra = f.limiter(Gcra::builder, "3/minute");
         assert_eq!(gcra.inspect(&client).await.unwrap().keys[0].value, None);
         gcra.check(&client).await.unwrap();
         let seen = gcra.inspect(&client).await.unwrap();

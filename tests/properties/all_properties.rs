@@ -46,21 +46,12 @@
 
 use crate::common;
 
-use std::future::Future;
-use std::num::NonZeroU64;
-use std::sync::Arc;
-use std::time::Duration;
-
+use common::replay::{self, Outcome, Run};
 use memcache_ratelimit::{
-    Clock, Decision, FixedWindow, Gcra, HybridQuota, ManualClock, MemoryStore, Quota, RateLimiter,
-    SlidingLog, SlidingWindow, TokenBucket,
+    FixedWindow, Gcra, HybridQuota, Quota, SlidingLog, SlidingWindow, TokenBucket,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
-
-/// A minute boundary (2027-01-15 08:00:00 UTC).
-const T0: i64 = 1_800_000_000;
-const CLIENT: &[u8] = b"prop-client";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -101,17 +92,27 @@ enum Gap {
     Boundary { grid: u64, nudge: i8 },
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Request {
-    gap: Gap,
-    cost: u64,
+impl replay::Gap for Gap {
+    fn nanos_from(self, now: i64) -> u64 {
+        match self {
+            Gap::By(nanos) => nanos,
+            Gap::Boundary { grid, nudge } => {
+                let grid = i64::try_from(grid).unwrap();
+                let next = (now.div_euclid(grid) + 1) * grid + i64::from(nudge);
+                // The next boundary is at least 1 ns away, so `next ≥ now`.
+                u64::try_from(next - now).unwrap()
+            }
+        }
+    }
 }
+
+type Request = replay::Request<Gap>;
 
 #[derive(Debug, Clone)]
 struct Scenario {
     limit: u64,
     period_ms: u64,
-    /// Where the clock starts after [`T0`], in nanoseconds.
+    /// Where the clock starts after `T0`, in nanoseconds.
     offset: u64,
     requests: Vec<Request>,
     /// The gap before the cost probes of the monotonicity property.
@@ -120,11 +121,7 @@ struct Scenario {
 
 impl Scenario {
     fn quota(&self) -> Quota {
-        Quota::with_period(
-            NonZeroU64::new(self.limit).unwrap(),
-            Duration::from_millis(self.period_ms),
-        )
-        .unwrap()
+        replay::quota(self.limit, self.period_ms)
     }
 
     fn period_nanos(&self) -> i64 {
@@ -155,8 +152,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                     .prop_map(|(grid, nudge)| Gap::Boundary { grid, nudge }),
             ]
         };
-        let cost = prop_oneof![3 => Just(1u64), 2 => 1..=limit];
-        let request = (gap(), cost).prop_map(|(gap, cost)| Request { gap, cost });
+        let request = replay::request(gap(), limit);
         (0..2 * period, vec(request, 1..=24), gap()).prop_map(
             move |(offset, requests, probe_gap)| Scenario {
                 limit,
@@ -169,204 +165,40 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     })
 }
 
-/// One decision, as it happened.
-#[derive(Debug, Clone, Copy)]
-struct Outcome {
-    at: i64,
-    cost: u64,
-    decision: Decision,
-}
-
-/// A fresh limiter on a fresh store, with the clock at the scenario's start.
-struct Run {
-    clock: ManualClock,
-    limiter: RateLimiter,
-}
-
-impl Run {
-    fn new(kind: Kind, strict: bool, s: &Scenario) -> Self {
-        let clock = ManualClock::from_unix_secs(T0);
-        clock.advance(Duration::from_nanos(s.offset));
-        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
-        let quota = s.quota();
-        let limiter: RateLimiter = match kind {
-            Kind::FixedWindow => FixedWindow::builder(quota, store)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::SlidingWindow1 | Kind::SlidingWindow4 => SlidingWindow::builder(quota, store)
-                .sub_windows(if kind == Kind::SlidingWindow1 { 1 } else { 4 })
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::TokenBucket => TokenBucket::builder(quota, store)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::Gcra => Gcra::builder(quota, store)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::SlidingLog => SlidingLog::builder(quota, store)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::HybridQuota => HybridQuota::builder(quota, store)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        };
-        Self { clock, limiter }
-    }
-
-    fn now_nanos(&self) -> i64 {
-        self.clock.now().timestamp_nanos_opt().unwrap()
-    }
-
-    fn advance(&self, gap: Gap) {
-        let by = match gap {
-            Gap::By(nanos) => nanos,
-            Gap::Boundary { grid, nudge } => {
-                let now = self.now_nanos();
-                let grid = i64::try_from(grid).unwrap();
-                let next = (now.div_euclid(grid) + 1) * grid + i64::from(nudge);
-                // The next boundary is at least 1 ns away, so `next ≥ now`.
-                u64::try_from(next - now).unwrap()
-            }
-        };
-        self.clock.advance(Duration::from_nanos(by));
-    }
-
-    async fn decide(&self, cost: u64) -> Result<Decision, TestCaseError> {
-        self.limiter
-            .check_n(CLIENT, cost)
-            .await
-            .map_err(|e| TestCaseError::fail(format!("check_n({cost}) failed: {e}")))
-    }
-
-    async fn send(&self, request: &Request) -> Result<Outcome, TestCaseError> {
-        self.advance(request.gap);
-        let decision = self.decide(request.cost).await?;
-        Ok(Outcome {
-            at: self.now_nanos(),
-            cost: request.cost,
-            decision,
-        })
-    }
-
-    async fn replay(&self, requests: &[Request]) -> Result<Vec<Outcome>, TestCaseError> {
-        let mut outcomes = Vec::with_capacity(requests.len());
-        for r in requests {
-            outcomes.push(self.send(r).await?);
+/// A fresh limiter of `kind` on a fresh store, with the clock at the
+/// scenario's start.
+fn run(kind: Kind, strict: bool, s: &Scenario) -> Run {
+    let quota = s.quota();
+    Run::new(s.offset, |store, clock| match kind {
+        Kind::FixedWindow => replay::build(FixedWindow::builder(quota, store), strict, clock),
+        Kind::SlidingWindow1 | Kind::SlidingWindow4 => {
+            let n = if kind == Kind::SlidingWindow1 { 1 } else { 4 };
+            replay::build(
+                SlidingWindow::builder(quota, store).sub_windows(n),
+                strict,
+                clock,
+            )
         }
-        Ok(outcomes)
-    }
-
-    /// A fresh run with the history up to and including `index` replayed,
-    /// checked to have decided request `index` as `original` did.
-    async fn replayed_to(
-        kind: Kind,
-        strict: bool,
-        s: &Scenario,
-        label: &str,
-        original: &[Outcome],
-        index: usize,
-    ) -> Result<Self, TestCaseError> {
-        let run = Self::new(kind, strict, s);
-        let replayed = run.replay(&s.requests[..=index]).await?;
-        prop_assert_eq!(
-            replayed[index].decision,
-            original[index].decision,
-            "{}: replay is not deterministic",
-            label
-        );
-        Ok(run)
-    }
-}
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
-fn label(kind: Kind, strict: bool) -> String {
-    format!("{kind:?}{}", if strict { " strict" } else { "" })
-}
-
-/// Property 1, for the denial at `index`: on a fresh replay of the history
-/// up to it, waits exactly `retry_after` and asks again.
-async fn check_retry_after(
-    kind: Kind,
-    strict: bool,
-    s: &Scenario,
-    label: &str,
-    outcomes: &[Outcome],
-    index: usize,
-) -> Result<(), TestCaseError> {
-    let denied = outcomes[index];
-    let Some(wait) = denied.decision.retry_after() else {
-        return Err(TestCaseError::fail(format!(
-            "{label}: request {index} denied without a retry_after"
-        )));
-    };
-    let run = Run::replayed_to(kind, strict, s, label, outcomes, index).await?;
-    run.clock.advance(wait);
-    let again = run.decide(denied.cost).await?;
-    prop_assert!(
-        again.is_allowed(),
-        "{label}: request {index} of cost {} denied again after its retry_after {wait:?}: \
-         first {:?}, then {again:?}",
-        denied.cost,
-        denied.decision,
-    );
-    Ok(())
-}
-
-/// Property 2: every cost in `1..=limit`, each from the state the whole
-/// history leaves, `probe_gap` after its last request.
-async fn check_monotone_in_cost(
-    kind: Kind,
-    strict: bool,
-    s: &Scenario,
-    label: &str,
-) -> Result<(), TestCaseError> {
-    let mut allowed = Vec::new();
-    for cost in 1..=s.limit {
-        let run = Run::new(kind, strict, s);
-        run.replay(&s.requests).await?;
-        run.advance(s.probe_gap);
-        allowed.push(run.decide(cost).await?.is_allowed());
-    }
-    let cut = allowed.iter().position(|a| !a).unwrap_or(allowed.len());
-    prop_assert!(
-        allowed[cut..].iter().all(|a| !a),
-        "{label}: allowed by cost 1..={}: {allowed:?}",
-        s.limit,
-    );
-    Ok(())
+        Kind::TokenBucket => replay::build(TokenBucket::builder(quota, store), strict, clock),
+        Kind::Gcra => replay::build(Gcra::builder(quota, store), strict, clock),
+        Kind::SlidingLog => replay::build(SlidingLog::builder(quota, store), strict, clock),
+        Kind::HybridQuota => replay::build(HybridQuota::builder(quota, store), strict, clock),
+    })
 }
 
 /// Property 3, for the admission at `index` reporting `remaining > 0`: on
 /// a fresh replay up to it, a request of cost `remaining` at once.
 async fn check_remaining(
-    kind: Kind,
-    strict: bool,
+    fresh: Run,
     s: &Scenario,
     label: &str,
     outcomes: &[Outcome],
     index: usize,
 ) -> Result<(), TestCaseError> {
     let remaining = outcomes[index].decision.remaining();
-    let run = Run::replayed_to(kind, strict, s, label, outcomes, index).await?;
+    let run = fresh
+        .replayed_to(&s.requests, label, outcomes, index)
+        .await?;
     let next = run.decide(remaining).await?;
     prop_assert!(
         next.is_allowed(),
@@ -442,57 +274,53 @@ fn check_bounds(
 proptest! {
     #![proptest_config(common::proptest_config("all_properties", 96))]
 
+    /// Property 1, for every denial: on a fresh replay of the history up
+    /// to it, waits exactly `retry_after` and asks again.
     #[test]
     fn waiting_retry_after_admits_the_same_request(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in variants(&s) {
-                let label = label(kind, strict);
-                let outcomes = Run::new(kind, strict, &s).replay(&s.requests).await?;
-                for index in 0..outcomes.len() {
-                    if outcomes[index].decision.is_denied() {
-                        check_retry_after(kind, strict, &s, &label, &outcomes, index).await?;
-                    }
+        replay::check_variants(variants(&s), async |kind, strict, label| {
+            let outcomes = run(kind, strict, &s).replay(&s.requests).await?;
+            for index in 0..outcomes.len() {
+                if outcomes[index].decision.is_denied() {
+                    let fresh = run(kind, strict, &s);
+                    replay::retry_after_admits(fresh, &s.requests, label, &outcomes, index)
+                        .await?;
                 }
             }
-            Ok::<(), TestCaseError>(())
+            Ok(())
         })?;
     }
 
+    /// Property 2: every cost in `1..=limit`, each from the state the
+    /// whole history leaves, `probe_gap` after its last request.
     #[test]
     fn decisions_are_monotone_in_cost(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in variants(&s) {
-                check_monotone_in_cost(kind, strict, &s, &label(kind, strict)).await?;
-            }
-            Ok::<(), TestCaseError>(())
+        replay::check_variants(variants(&s), async |kind, strict, label| {
+            let fresh = || run(kind, strict, &s);
+            replay::check_monotone_in_cost(fresh, &s.requests, s.probe_gap, s.limit, label)
+                .await
         })?;
     }
 
     #[test]
     fn the_remaining_reported_can_be_spent_at_once(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in variants(&s) {
-                let label = label(kind, strict);
-                let outcomes = Run::new(kind, strict, &s).replay(&s.requests).await?;
-                for index in 0..outcomes.len() {
-                    let decision = outcomes[index].decision;
-                    if decision.is_allowed() && decision.remaining() > 0 {
-                        check_remaining(kind, strict, &s, &label, &outcomes, index).await?;
-                    }
+        replay::check_variants(variants(&s), async |kind, strict, label| {
+            let outcomes = run(kind, strict, &s).replay(&s.requests).await?;
+            for index in 0..outcomes.len() {
+                let decision = outcomes[index].decision;
+                if decision.is_allowed() && decision.remaining() > 0 {
+                    check_remaining(run(kind, strict, &s), &s, label, &outcomes, index).await?;
                 }
             }
-            Ok::<(), TestCaseError>(())
+            Ok(())
         })?;
     }
 
     #[test]
     fn admitted_requests_stay_within_each_algorithms_bound(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in variants(&s) {
-                let outcomes = Run::new(kind, strict, &s).replay(&s.requests).await?;
-                check_bounds(kind, &s, &label(kind, strict), &outcomes)?;
-            }
-            Ok::<(), TestCaseError>(())
+        replay::check_variants(variants(&s), async |kind, strict, label| {
+            let outcomes = run(kind, strict, &s).replay(&s.requests).await?;
+            check_bounds(kind, &s, label, &outcomes)
         })?;
     }
 }

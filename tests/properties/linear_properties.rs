@@ -29,20 +29,12 @@
 
 use crate::common;
 
-use std::future::Future;
-use std::num::NonZeroU64;
-use std::sync::Arc;
 use std::time::Duration;
 
-use memcache_ratelimit::{
-    Clock, Decision, Gcra, ManualClock, MemoryStore, Quota, RateLimiter, TokenBucket,
-};
+use common::replay::{self, Outcome, Run};
+use memcache_ratelimit::{Gcra, Quota, TokenBucket};
 use proptest::collection::vec;
 use proptest::prelude::*;
-
-/// A minute boundary (2027-01-15 08:00:00 UTC).
-const T0: i64 = 1_800_000_000;
-const CLIENT: &[u8] = b"prop-client";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -58,11 +50,8 @@ const VARIANTS: [(Kind, bool); 4] = [
     (Kind::Gcra, true),
 ];
 
-#[derive(Debug, Clone, Copy)]
-struct Request {
-    gap: u64,
-    cost: u64,
-}
+/// A request after a gap in nanoseconds.
+type Request = replay::Request<u64>;
 
 #[derive(Debug, Clone)]
 struct Scenario {
@@ -70,7 +59,7 @@ struct Scenario {
     period_ms: u64,
     /// The token bucket's capacity and GCRA's burst.
     burst: u64,
-    /// Where the first request falls after [`T0`], in nanoseconds.
+    /// Where the first request falls after `T0`, in nanoseconds.
     offset: u64,
     requests: Vec<Request>,
     /// The gap before the cost probes of the monotonicity property.
@@ -79,11 +68,7 @@ struct Scenario {
 
 impl Scenario {
     fn quota(&self) -> Quota {
-        Quota::with_period(
-            NonZeroU64::new(self.limit).unwrap(),
-            Duration::from_millis(self.period_ms),
-        )
-        .unwrap()
+        replay::quota(self.limit, self.period_ms)
     }
 
     fn period_nanos(&self) -> i128 {
@@ -106,8 +91,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 1 => 0..=2 * burst * interval,
             ]
         };
-        let cost = prop_oneof![3 => Just(1u64), 2 => 1..=burst];
-        let request = (gap(), cost).prop_map(|(gap, cost)| Request { gap, cost });
+        let request = replay::request(gap(), burst);
         (vec(request, 1..=32), gap()).prop_map(move |(requests, probe_gap)| Scenario {
             limit,
             period_ms,
@@ -119,67 +103,21 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     })
 }
 
-/// One decision, as it happened.
-#[derive(Debug, Clone, Copy)]
-struct Outcome {
-    at: i64,
-    cost: u64,
-    decision: Decision,
-}
-
-/// A fresh limiter on a fresh store, with the clock at the scenario's start.
-struct Run {
-    clock: ManualClock,
-    limiter: RateLimiter,
-}
-
-impl Run {
-    fn new(kind: Kind, strict: bool, s: &Scenario) -> Self {
-        let clock = ManualClock::from_unix_secs(T0);
-        clock.advance(Duration::from_nanos(s.offset));
-        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
-        let limiter: RateLimiter = match kind {
-            Kind::TokenBucket => TokenBucket::builder(s.quota(), store)
-                .capacity(s.burst)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-            Kind::Gcra => Gcra::builder(s.quota(), store)
-                .burst(s.burst)
-                .strict(strict)
-                .clock(clock.clone())
-                .build()
-                .unwrap(),
-        };
-        Self { clock, limiter }
-    }
-
-    async fn send(&self, gap: u64, cost: u64) -> Outcome {
-        self.clock.advance(Duration::from_nanos(gap));
-        let decision = self.limiter.check_n(CLIENT, cost).await.unwrap();
-        Outcome {
-            at: self.clock.now().timestamp_nanos_opt().unwrap(),
-            cost,
-            decision,
-        }
-    }
-
-    async fn replay(&self, requests: &[Request]) -> Vec<Outcome> {
-        let mut outcomes = Vec::with_capacity(requests.len());
-        for r in requests {
-            outcomes.push(self.send(r.gap, r.cost).await);
-        }
-        outcomes
-    }
-}
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
+/// A fresh limiter of `kind` on a fresh store, with the clock at the
+/// scenario's start.
+fn run(kind: Kind, strict: bool, s: &Scenario) -> Run {
+    Run::new(s.offset, |store, clock| match kind {
+        Kind::TokenBucket => replay::build(
+            TokenBucket::builder(s.quota(), store).capacity(s.burst),
+            strict,
+            clock,
+        ),
+        Kind::Gcra => replay::build(
+            Gcra::builder(s.quota(), store).burst(s.burst),
+            strict,
+            clock,
+        ),
+    })
 }
 
 /// Property a: no interval `[s, e]` between two admitted requests admits
@@ -235,35 +173,17 @@ async fn check_retry_after(
     outcomes: &[Outcome],
     index: usize,
 ) -> Result<(), TestCaseError> {
-    let denied = outcomes[index];
-    let wait = denied
-        .decision
-        .retry_after()
-        .expect("a denial has a retry_after");
+    let fresh = run(kind, strict, s);
+    let wait = replay::retry_after_admits(fresh, &s.requests, label, outcomes, index).await?;
     prop_assert!(wait > Duration::ZERO, "{label}: denied with no wait");
 
-    let run = Run::new(kind, strict, s);
-    let replayed = run.replay(&s.requests[..=index]).await;
-    prop_assert_eq!(
-        replayed[index].decision,
-        denied.decision,
-        "{}: replay is not deterministic",
-        label
-    );
-    run.clock.advance(wait);
-    let again = run.limiter.check_n(CLIENT, denied.cost).await.unwrap();
-    prop_assert!(
-        again.is_allowed(),
-        "{label}: request {index} of cost {} denied again after its retry_after {wait:?}: {again:?}",
-        denied.cost,
-    );
-
+    let denied = outcomes[index];
     let slack = retry_slack(kind);
     if wait > slack {
-        let run = Run::new(kind, strict, s);
-        run.replay(&s.requests[..=index]).await;
+        let run = run(kind, strict, s);
+        run.replay(&s.requests[..=index]).await?;
         run.clock.advance(wait - slack);
-        let early = run.limiter.check_n(CLIENT, denied.cost).await.unwrap();
+        let early = run.decide(denied.cost).await?;
         prop_assert!(
             early.is_denied(),
             "{label}: request {index} of cost {} allowed {slack:?} before its retry_after {wait:?}",
@@ -273,47 +193,14 @@ async fn check_retry_after(
     Ok(())
 }
 
-/// Property c: every cost in `1..=burst`, each from the state the whole
-/// history leaves, `probe_gap` after its last request.
-async fn check_monotone_in_cost(
-    kind: Kind,
-    strict: bool,
-    s: &Scenario,
-    label: &str,
-) -> Result<(), TestCaseError> {
-    let mut allowed = Vec::new();
-    for cost in 1..=s.burst {
-        let run = Run::new(kind, strict, s);
-        run.replay(&s.requests).await;
-        run.clock.advance(Duration::from_nanos(s.probe_gap));
-        let decision = run.limiter.check_n(CLIENT, cost).await.unwrap();
-        allowed.push(decision.is_allowed());
-    }
-    let cut = allowed.iter().position(|a| !a).unwrap_or(allowed.len());
-    prop_assert!(
-        allowed[cut..].iter().all(|a| !a),
-        "{label}: allowed by cost 1..={}: {allowed:?}",
-        s.burst,
-    );
-    Ok(())
-}
-
-fn label(kind: Kind, strict: bool) -> String {
-    format!("{kind:?}{}", if strict { " strict" } else { "" })
-}
-
 proptest! {
     #![proptest_config(common::proptest_config("linear_properties", 128))]
 
     #[test]
     fn no_interval_admits_more_than_burst_plus_rate_times_length(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in VARIANTS {
-                let run = Run::new(kind, strict, &s);
-                let outcomes = run.replay(&s.requests).await;
-                check_interval_bound(&s, &label(kind, strict), &outcomes)?;
-            }
-            Ok::<(), TestCaseError>(())
+        replay::check_variants(VARIANTS, async |kind, strict, label| {
+            let outcomes = run(kind, strict, &s).replay(&s.requests).await?;
+            check_interval_bound(&s, label, &outcomes)
         })?;
     }
 }
@@ -323,28 +210,25 @@ proptest! {
 
     #[test]
     fn waiting_retry_after_admits_the_same_request(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in VARIANTS {
-                let label = label(kind, strict);
-                let run = Run::new(kind, strict, &s);
-                let outcomes = run.replay(&s.requests).await;
-                for index in 0..outcomes.len() {
-                    if outcomes[index].decision.is_denied() {
-                        check_retry_after(kind, strict, &s, &label, &outcomes, index).await?;
-                    }
+        replay::check_variants(VARIANTS, async |kind, strict, label| {
+            let outcomes = run(kind, strict, &s).replay(&s.requests).await?;
+            for index in 0..outcomes.len() {
+                if outcomes[index].decision.is_denied() {
+                    check_retry_after(kind, strict, &s, label, &outcomes, index).await?;
                 }
             }
-            Ok::<(), TestCaseError>(())
+            Ok(())
         })?;
     }
 
+    /// Property c: every cost in `1..=burst`, each from the state the
+    /// whole history leaves, `probe_gap` after its last request.
     #[test]
     fn decisions_are_monotone_in_cost(s in scenario()) {
-        block_on(async {
-            for (kind, strict) in VARIANTS {
-                check_monotone_in_cost(kind, strict, &s, &label(kind, strict)).await?;
-            }
-            Ok::<(), TestCaseError>(())
+        replay::check_variants(VARIANTS, async |kind, strict, label| {
+            let fresh = || run(kind, strict, &s);
+            replay::check_monotone_in_cost(fresh, &s.requests, s.probe_gap, s.burst, label)
+                .await
         })?;
     }
 }

@@ -7,12 +7,11 @@
 
 use crate::common;
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::states::{self, Algorithm};
-use common::T0;
+use common::{block_on, replay, T0};
 use memcache_ratelimit::store::{MemoryStore, PutCondition, Store};
 use memcache_ratelimit::{Clock, ManualClock};
 use proptest::prelude::*;
@@ -102,14 +101,6 @@ fn gaps() -> impl Strategy<Value = Vec<u64>> {
     proptest::collection::vec(prop_oneof![Just(0u64), 1..500u64, 500..4_000u64], 1..40)
 }
 
-fn block_on<F: Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
-}
-
 /// Writes `value` at a client's key, then sends requests of cost 1: after
 /// each admission the next comes after the next gap, after each denial
 /// exactly its `retry_after` later, which must admit it.
@@ -119,10 +110,7 @@ async fn run(
     value: &[u8],
     gaps: &[u64],
 ) -> Result<(), TestCaseError> {
-    let label = format!(
-        "{algorithm:?}{} on {value:?}",
-        if strict { " strict" } else { "" }
-    );
+    let label = format!("{} on {value:?}", replay::label(algorithm, strict));
     let clock = ManualClock::from_unix_secs(T0);
     let store: Arc<dyn Store> = Arc::new(MemoryStore::with_clock(clock.clone()));
     let limiter = states::build(algorithm, store.clone(), &clock, strict);

@@ -18,19 +18,20 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use common::{patient, Fixture};
-use memcache_ratelimit::store::{Counters, PutCondition, PutOutcome, Store, Versioned};
-use memcache_ratelimit::Limiter;
-use memcache_ratelimit::{FixedWindow, Gcra, Quota, SlidingWindow, StoreError, TokenBucket};
+use common::wrapped::{Hooks, Wrapped};
+use common::Fixture;
+use memcache_ratelimit::store::{Counters, PutOutcome, Store};
+use memcache_ratelimit::{
+    FixedWindow, Gcra, Limiter, LimiterBuilder, Quota, SlidingWindow, TokenBucket,
+};
 
 /// The lifetime each key was last written with.
 type Written = Arc<Mutex<Vec<(Vec<u8>, Duration)>>>;
 
-/// A store that notes the key and lifetime of every write that sets one.
+/// Wrapped around a store, notes the key and lifetime of every write that
+/// sets one.
 #[derive(Debug)]
 struct Recording {
-    store: Arc<dyn Store>,
     written: Written,
 }
 
@@ -42,51 +43,18 @@ impl Recording {
     }
 }
 
-#[async_trait]
-impl Store for Recording {
-    async fn increment(
-        &self,
-        key: &[u8],
-        delta: u64,
-        ttl: Duration,
-        also_read: &[Vec<u8>],
-    ) -> Result<Counters, StoreError> {
-        let counters = self.store.increment(key, delta, ttl, also_read).await?;
+impl Hooks for Recording {
+    fn incremented(&self, key: &[u8], delta: u64, ttl: Duration, counters: &Counters) {
         // Only the increment that created the counter set its lifetime.
         if counters.value == delta {
             self.note(key, ttl);
         }
-        Ok(counters)
     }
 
-    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        self.store.decrement(key, delta).await
-    }
-
-    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        self.store.get_counters(keys).await
-    }
-
-    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        self.store.get(key).await
-    }
-
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        let outcome = self.store.put(key, value, ttl, condition).await?;
+    fn put_answered(&self, key: &[u8], ttl: Duration, outcome: PutOutcome) {
         if outcome == PutOutcome::Stored {
             self.note(key, ttl);
         }
-        Ok(outcome)
-    }
-
-    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        self.store.delete(keys).await
     }
 }
 
@@ -124,55 +92,41 @@ fn servers(fixture: &Fixture) -> Vec<String> {
     }
 }
 
+/// `algorithm` at `quota` on `store`, reading the fixture's clock, in
+/// `namespace`.
+fn limiter<A>(
+    fixture: &Fixture,
+    store: &Arc<dyn Store>,
+    algorithm: fn(Quota, Arc<dyn Store>) -> LimiterBuilder<A>,
+    quota: Quota,
+    namespace: String,
+) -> Arc<dyn Limiter> {
+    let builder = fixture.builder_on(store.clone(), algorithm, quota);
+    Arc::new(builder.namespace(namespace).build().unwrap())
+}
+
 /// The limiters under test, 3 per `period`, on `store`.
 fn limiters(
     period: &str,
     store: Arc<dyn Store>,
     fixture: &Fixture,
 ) -> Vec<(&'static str, Arc<dyn Limiter>)> {
-    let quota: Quota = format!("3/{period}").parse().unwrap();
-    let clock = || fixture.clock.clone();
+    let q: Quota = format!("3/{period}").parse().unwrap();
     let space = |name: &str| format!("long-{}-{name}-{period}", fixture.name);
+    let (f, s) = (fixture, &store);
     vec![
         (
             "fixed window",
-            Arc::new(
-                patient(FixedWindow::builder(quota, store.clone()))
-                    .clock(clock())
-                    .namespace(space("fixed"))
-                    .build()
-                    .unwrap(),
-            ) as Arc<dyn Limiter>,
+            limiter(f, s, FixedWindow::builder, q, space("fixed")),
         ),
         (
             "sliding window",
-            Arc::new(
-                patient(SlidingWindow::builder(quota, store.clone()))
-                    .clock(clock())
-                    .namespace(space("sliding"))
-                    .build()
-                    .unwrap(),
-            ),
+            limiter(f, s, SlidingWindow::builder, q, space("sliding")),
         ),
-        (
-            "gcra",
-            Arc::new(
-                patient(Gcra::builder(quota, store.clone()))
-                    .clock(clock())
-                    .namespace(space("gcra"))
-                    .build()
-                    .unwrap(),
-            ),
-        ),
+        ("gcra", limiter(f, s, Gcra::builder, q, space("gcra"))),
         (
             "token bucket",
-            Arc::new(
-                patient(TokenBucket::builder(quota, store))
-                    .clock(clock())
-                    .namespace(space("token"))
-                    .build()
-                    .unwrap(),
-            ),
+            limiter(f, s, TokenBucket::builder, q, space("token")),
         ),
     ]
 }
@@ -187,10 +141,10 @@ async fn enforces_long_quotas(fixture: Fixture) {
     let mut longest = Duration::ZERO;
     for period in ["31d", "365d"] {
         let written = Written::default();
-        let store = Arc::new(Recording {
-            store: fixture.store.clone(),
+        let recording = Recording {
             written: written.clone(),
-        });
+        };
+        let store = Arc::new(Wrapped::with(fixture.store.clone(), recording));
         for (name, limiter) in limiters(period, store, &fixture) {
             written.lock().unwrap().clear();
             let what = format!("{name} 3/{period} on {}", fixture.name);

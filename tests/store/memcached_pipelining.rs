@@ -87,6 +87,18 @@ fn stop(server: &Memcached) {
     }
 }
 
+/// A store of `server` with `depth` batches in flight, and an I/O timeout
+/// (5 s) far beyond any deadline here.
+async fn pipelined(server: &Memcached, depth: usize) -> MemcachedStore {
+    MemcachedStore::builder()
+        .server(server.address())
+        .io_timeout(Duration::from_secs(5))
+        .pipeline_depth(depth)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// The store configurations under test: pipelining as shipped, pipelining
 /// with one batch in flight (so concurrent calls always coalesce), and the
 /// direct path.
@@ -385,15 +397,7 @@ async fn concurrent_increments_of_one_key_are_exact_and_share_batches() {
 async fn a_hung_memcached_yields_deadline_errors_promptly_and_then_recovers() {
     let server = Memcached::start();
     for depth in [1, 4] {
-        let store = Arc::new(
-            MemcachedStore::builder()
-                .server(server.address())
-                .io_timeout(Duration::from_secs(5))
-                .pipeline_depth(depth)
-                .build()
-                .await
-                .unwrap(),
-        );
+        let store = Arc::new(pipelined(&server, depth).await);
         let deadline = Duration::from_millis(50);
         let limiter = |deadline: Duration| {
             Arc::new(
@@ -463,15 +467,7 @@ async fn a_hung_memcached_yields_deadline_errors_promptly_and_then_recovers() {
 fn calls_queued_behind_a_runtime_that_shuts_down_fail_instead_of_hanging() {
     let server = Memcached::start();
     let main = tokio::runtime::Runtime::new().unwrap();
-    let store = main.block_on(async {
-        MemcachedStore::builder()
-            .server(server.address())
-            .io_timeout(Duration::from_secs(5))
-            .pipeline_depth(1)
-            .build()
-            .await
-            .unwrap()
-    });
+    let store = main.block_on(pipelined(&server, 1));
     let client = unique_client("shutdown");
     let (first, second) = (key(&client, "1"), key(&client, "2"));
     main.block_on(store.increment(&first, 1, MINUTE, &[]))
@@ -586,15 +582,7 @@ async fn a_pipeline_depth_of_zero_is_rejected() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_reply_fails_the_calls_batched_after_it_as_unread() {
     let server = Memcached::start();
-    let store = Arc::new(
-        MemcachedStore::builder()
-            .server(server.address())
-            .io_timeout(Duration::from_secs(5))
-            .pipeline_depth(1)
-            .build()
-            .await
-            .unwrap(),
-    );
+    let store = Arc::new(pipelined(&server, 1).await);
     let client = unique_client("poison");
     let (text, counter, before, blocker) = (
         key(&client, "text"),

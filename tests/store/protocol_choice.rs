@@ -32,11 +32,7 @@ async fn admitted(store: MemcachedStore) -> u32 {
         .build()
         .unwrap();
     let client = unique_client("protocol");
-    let mut allowed = 0;
-    for _ in 0..8 {
-        allowed += u32::from(limiter.check(&client).await.unwrap().is_allowed());
-    }
-    allowed
+    common::admitted(&limiter, &client, 8).await as u32
 }
 
 #[tokio::test]

@@ -44,12 +44,7 @@ async fn refused(name: &str, store: &dyn Store) {
 
 #[tokio::test]
 async fn a_refused_connection_is_named_and_kept_as_the_cause() {
-    let meta = MemcachedStore::builder()
-        .server("127.0.0.1:1")
-        .build()
-        .await
-        .unwrap();
-    refused("meta", &meta).await;
+    refused("meta", &*common::refusing_store().await).await;
     let classic = MemcachedStore::builder()
         .server("127.0.0.1:1")
         .protocol(Protocol::Classic)
