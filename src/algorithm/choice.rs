@@ -39,9 +39,13 @@ pub enum Algorithm {
 }
 
 impl Default for Algorithm {
-    /// The sliding window with 4 sub-windows.
+    /// The sliding window with
+    /// [`DEFAULT_SUB_WINDOWS`](crate::algorithm::DEFAULT_SUB_WINDOWS)
+    /// sub-windows.
     fn default() -> Self {
-        Self::SlidingWindow { sub_windows: 4 }
+        Self::SlidingWindow {
+            sub_windows: super::DEFAULT_SUB_WINDOWS,
+        }
     }
 }
 

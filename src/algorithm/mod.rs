@@ -35,4 +35,6 @@ pub(crate) use self::repairs::Repairs;
 pub use self::settings::DeniedRequests;
 pub(crate) use self::settings::Settings;
 pub(crate) use self::window::unix_nanos;
-pub use self::window::{FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};
+pub use self::window::{
+    FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, DEFAULT_SUB_WINDOWS, MAX_SUB_WINDOWS,
+};

@@ -16,10 +16,11 @@ use crate::store::Store;
 
 impl SlidingWindow {
     /// Starts building a sliding window enforcing `quota` on `store`, with
-    /// one sub-window until [`sub_windows`](LimiterBuilder::sub_windows)
-    /// says otherwise.
+    /// [`DEFAULT_SUB_WINDOWS`](crate::algorithm::DEFAULT_SUB_WINDOWS)
+    /// sub-windows until [`sub_windows`](LimiterBuilder::sub_windows) says
+    /// otherwise.
     pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<SlidingWindow> {
-        let algorithm = Algorithm::SlidingWindow { sub_windows: 1 };
+        let algorithm = Algorithm::default();
         LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
     }
 }

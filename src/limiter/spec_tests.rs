@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::LimiterSpec;
-use crate::algorithm::{Algorithm, CasPolicy, SlidingWindow, MAX_SUB_WINDOWS};
+use crate::algorithm::{Algorithm, CasPolicy, SlidingWindow, DEFAULT_SUB_WINDOWS, MAX_SUB_WINDOWS};
 use crate::limiter::DeniedRequests;
 use crate::quota::MAX_LIMIT;
 use crate::store::{MemoryStore, Store};
@@ -74,7 +74,11 @@ fn builder_setters_write_into_its_spec() {
             SlidingWindow::builder(quota("1/second"), store())
                 .spec()
                 .clone(),
-            Algorithm::SlidingWindow { sub_windows: 1 },
+            // One default sub-window count for the builder, the
+            // configuration file and the command line.
+            Algorithm::SlidingWindow {
+                sub_windows: DEFAULT_SUB_WINDOWS,
+            },
         ),
         (
             SlidingLog::builder(quota("1/second"), store())

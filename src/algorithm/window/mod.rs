@@ -20,4 +20,6 @@ mod sliding;
 pub(crate) use self::buckets::unix_nanos;
 pub(crate) use self::engine::WindowCounter;
 pub use self::fixed::FixedWindow;
-pub use self::sliding::{SlidingWindow, DEFAULT_SEALED_CACHE, MAX_SUB_WINDOWS};
+pub use self::sliding::{
+    SlidingWindow, DEFAULT_SEALED_CACHE, DEFAULT_SUB_WINDOWS, MAX_SUB_WINDOWS,
+};

@@ -9,10 +9,25 @@ use crate::error::ConfigError;
 /// The most sub-windows a sliding window accepts.
 pub const MAX_SUB_WINDOWS: u32 = 600;
 
+/// The sub-windows a sliding window has unless told otherwise: the builder,
+/// the configuration file, the command line and [`Algorithm::default`](crate::Algorithm::default)
+/// all use it.
+///
+/// Four is where the simulations' accuracy-and-cost table turns. Averaged
+/// over their fifteen workloads, against the exact sliding window, the
+/// mean relative difference of the estimate falls from 3.8% with one
+/// sub-window to 1.35% with four (0.74% with twelve, 0.45% with sixty),
+/// while the keys touched per decision go from 1.43 to 1.63 (2.13 with
+/// twelve, 5.35 with sixty) and the counters a client holds from 1.9 to
+/// 4.3 (11 with twelve). Most of the gain comes by four; past it, each
+/// halving of the error costs several times the memory.
+pub const DEFAULT_SUB_WINDOWS: u32 = 4;
+
 /// The approximated sliding window (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>,
 /// "Approximated sliding window from fixed windows").
 ///
-/// The period is split into `n` sub-windows (default 1), each a fixed-window
+/// The period is split into `n` sub-windows (default
+/// [`DEFAULT_SUB_WINDOWS`]), each a fixed-window
 /// counter aligned on unix time. A request increments the current
 /// sub-window's counter and, in the same round trip to the same server,
 /// reads the `n` before it. The count over the period ending now is
