@@ -135,6 +135,14 @@ impl Decision {
 
     /// Marks the decision as made under the failure policy.
     #[must_use]
+    /// The same decision with `cost` units given back: as many more
+    /// remaining, up to the limit.
+    pub(crate) fn refunded(mut self, cost: u64) -> Self {
+        self.remaining = self.remaining.saturating_add(cost).min(self.limit);
+        self.used = (self.used - cost as f64).max(0.0);
+        self
+    }
+
     pub(crate) fn made_under_failure(mut self) -> Self {
         self.under_failure = true;
         self

@@ -173,7 +173,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use error::{ConfigError, Error, StoreError};
 pub use limiter::{
-    DenyCache, DynamicLimiter, FailurePolicy, Limiter, LimiterBuilder, LimiterSpec, RateLimiter,
+    DenyCache, DynamicLimiter, FailurePolicy, Limiter, LimiterBuilder, LimiterSpec, Policies,
+    Policy, PolicyDecisions, RateLimiter,
 };
 pub use quota::Quota;
 #[cfg(feature = "memcached")]

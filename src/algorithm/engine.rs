@@ -93,6 +93,18 @@ impl Engine {
         }
     }
 
+    /// Gives back `cost` units that an allowed decision for `client` at
+    /// `now` took.
+    pub(crate) async fn refund(&self, client: &[u8], cost: u64, now: i64) -> Result<(), Error> {
+        match self {
+            Self::Window(engine) => engine.refund_nanos(client, cost, now).await,
+            Self::TokenBucket(engine) => engine.refund(client, cost, now).await,
+            Self::Gcra(engine) => engine.refund(client, cost, now).await,
+            Self::SlidingLog(engine) => engine.refund(client, cost, now).await,
+            Self::HybridQuota(engine) => engine.refund(client, cost, now).await,
+        }
+    }
+
     /// Forgets everything `client` has counted, as of `now`.
     pub(crate) async fn reset(&self, client: &[u8], now: i64) -> Result<(), Error> {
         match self {

@@ -61,6 +61,10 @@ pub trait Limiter: Send + Sync {
     /// happened `at`; see [`RateLimiter::check_at`].
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error>;
 
+    /// Gives back `cost` units that an allowed decision of client `key` at
+    /// `at` took; see [`RateLimiter::refund_at`].
+    async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error>;
+
     /// Forgets everything counted for client `key`.
     async fn reset(&self, key: &[u8]) -> Result<(), Error>;
 
@@ -104,6 +108,10 @@ impl Limiter for RateLimiter {
         RateLimiter::check_at(self, key, cost, at).await
     }
 
+    async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
+        RateLimiter::refund_at(self, key, cost, at).await
+    }
+
     async fn reset(&self, key: &[u8]) -> Result<(), Error> {
         RateLimiter::reset(self, key).await
     }
@@ -140,6 +148,10 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
         (**self).check_at(key, cost, at).await
+    }
+
+    async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
+        (**self).refund_at(key, cost, at).await
     }
 
     async fn reset(&self, key: &[u8]) -> Result<(), Error> {

@@ -216,6 +216,13 @@ impl<L: Limiter> Limiter for DenyCache<L> {
         Ok(decision)
     }
 
+    /// Forgets a cached denial of `key` too: what it remembered may no
+    /// longer hold once units come back.
+    async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
+        self.lock().remove(key);
+        self.inner.refund_at(key, cost, at).await
+    }
+
     async fn reset(&self, key: &[u8]) -> Result<(), Error> {
         self.lock().remove(key);
         self.inner.reset(key).await

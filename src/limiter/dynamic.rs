@@ -223,6 +223,12 @@ impl Limiter for DynamicLimiter {
         self.limiter_for(key)?.check(key).await
     }
 
+    /// To the limiter of the client's quota now; a quota changed between
+    /// the decision and the refund gives the units to the new one.
+    async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
+        self.limiter_for(key)?.refund_at(key, cost, at).await
+    }
+
     async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
         self.limiter_for(key)?.check_n(key, cost).await
     }

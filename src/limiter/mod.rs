@@ -14,6 +14,7 @@ mod contract;
 mod deny_cache;
 mod dynamic;
 mod failure;
+mod policies;
 mod spec;
 mod stats;
 
@@ -37,6 +38,7 @@ pub use self::deny_cache::DenyCache;
 pub use self::dynamic::{DynamicLimiter, QuotaResolver, MAX_DYNAMIC_QUOTAS};
 use self::failure::Failures;
 pub use self::failure::{FailurePolicy, FailureStats};
+pub use self::policies::{Policies, Policy, PolicyDecisions};
 pub use self::spec::LimiterSpec;
 pub use self::stats::LimiterStats;
 pub use crate::algorithm::DeniedRequests;
@@ -122,6 +124,34 @@ impl RateLimiter {
         at: DateTime<Utc>,
     ) -> Result<Decision, Error> {
         self.decide(key, cost, unix_nanos(at)?).await
+    }
+
+    /// Gives back `cost` units that an allowed [`check_at`](Self::check_at)
+    /// of client `key` at `at` took, as if that request had not come: a
+    /// window's counter is decremented, a bucket gets its tokens back, a log
+    /// drops the entries. For a request that was admitted and then refused
+    /// by something else, such as another policy of [`Policies`](crate::Policies).
+    ///
+    /// Give back only what an allowed decision at the same `at` took and
+    /// that was decided by the store (not [`Decision::under_failure`]):
+    /// anything else hands the client units it never spent. A refund that
+    /// fails is returned; it may still have landed, and is not retried.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let limiter = FixedWindow::builder("2/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let at = "2026-11-25T10:00:00Z".parse()?;
+    /// assert_eq!(limiter.check_at(b"alice", 2, at).await?.remaining(), 0);
+    /// limiter.refund_at(b"alice", 2, at).await?;
+    /// assert_eq!(limiter.check_at(b"alice", 1, at).await?.remaining(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
+        self.engine.refund(key, cost, unix_nanos(at)?).await
     }
 
     /// Reserves a slot for a request of `cost` that may wait up to

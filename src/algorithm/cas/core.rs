@@ -15,6 +15,11 @@ pub(crate) struct Ask {
     /// How long the caller is willing to wait for a later slot (GCRA's
     /// delay mode); zero for an immediate decision.
     pub(crate) max_delay: Duration,
+    /// Not a request but the return of one: gives back `cost` units that
+    /// an allowed decision at `now` took ([`CasCore::refund`]), for a
+    /// request that several limiters decide all or nothing and another of
+    /// them denied. `false` for every request decided.
+    pub(crate) refund: bool,
 }
 
 #[cfg(test)]
@@ -26,6 +31,7 @@ impl Ask {
             now,
             strict: false,
             max_delay: Duration::ZERO,
+            refund: false,
         }
     }
 }
@@ -68,6 +74,26 @@ pub(crate) trait CasCore: Send + Sync + fmt::Debug + 'static {
     /// from another program writing over the key).
     fn repair(&self, state: &mut Self::State, now: i64, skew: i64) -> bool;
     fn decide(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State>;
+    /// Gives back `ask.cost` units that an allowed decision at `ask.now`
+    /// took. The decision is an allowed one describing the state after the
+    /// refund (limit, remaining and reset as [`decide`](Self::decide)
+    /// reports them), with no delay; the write is the new state, or `None`
+    /// when nothing changes (no state stored, or nothing to give back).
+    ///
+    /// A refund never creates capacity beyond the algorithm's maximum, and
+    /// never leaves a state that admits more, over any window, than the
+    /// state before the refunded request would have: where the exact
+    /// inverse cannot be known it gives back less, never more.
+    fn refund(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State>;
+    /// [`refund`](Self::refund) for a refund, [`decide`](Self::decide)
+    /// for a request: what the engine runs for each one it holds.
+    fn apply(&self, state: Option<&Self::State>, ask: Ask) -> Step<Self::State> {
+        if ask.refund {
+            self.refund(state, ask)
+        } else {
+            self.decide(state, ask)
+        }
+    }
 }
 
 /// A key suffix naming an algorithm and its parameters: `<tag>-<hash>`,

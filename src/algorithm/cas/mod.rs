@@ -4,10 +4,13 @@
 //! - [`optimistic`]: the bounded retry loop, written once for all of them,
 //!   and [`combining`]: the requests for one key decided together;
 //! - [`core`]: what each algorithm supplies, a pure function from the
-//!   stored state, the time and the request to a decision and a new state;
+//!   stored state, the time and the request to a decision and a new state,
+//!   and its refund, which gives back what an allowed decision took (for a
+//!   request several limiters decide all or nothing);
 //! - [`policy`] and [`stats`]: the retry settings and the counters;
-//! - one file per algorithm: [`token_bucket`],
-//!   [`gcra`], [`sliding_log`], [`hybrid_quota`].
+//! - one file per algorithm: [`token_bucket`](mod@token_bucket),
+//!   [`gcra`](mod@gcra), [`sliding_log`](mod@sliding_log),
+//!   [`hybrid_quota`](mod@hybrid_quota).
 
 mod combining;
 mod core;
@@ -15,6 +18,8 @@ mod gcra;
 mod hybrid_quota;
 mod optimistic;
 mod policy;
+#[cfg(test)]
+mod refund_tests;
 mod sliding_log;
 mod stats;
 #[cfg(test)]

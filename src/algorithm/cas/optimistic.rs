@@ -133,7 +133,36 @@ impl<C: CasCore> CasLimiter<C> {
             now,
             strict: settings.denied == DeniedRequests::Counted,
             max_delay,
+            refund: false,
         };
+        self.submit(client, ask).await
+    }
+
+    /// Gives back `cost` units that an allowed decision for `client` at
+    /// `now` (unix nanoseconds) took, by the core's
+    /// [`refund`](CasCore::refund): for a request that several limiters
+    /// decide all or nothing, when another of them denied it. It takes the
+    /// same path as [`step`](Self::step) (combined with the key's other
+    /// requests, within the deadline); a cost of zero does nothing.
+    pub(crate) async fn refund(&self, client: &[u8], cost: u64, now: i64) -> Result<(), Error> {
+        if cost == 0 {
+            return Ok(());
+        }
+        self.settings.check_cost(cost, self.core.capacity())?;
+        let ask = Ask {
+            cost,
+            now,
+            strict: false,
+            max_delay: Duration::ZERO,
+            refund: true,
+        };
+        self.submit(client, ask).await.map(|_| ())
+    }
+
+    /// Runs `ask` for `client`: at once on a store that answers at once,
+    /// otherwise queued for the key's group, within the deadline.
+    async fn submit(&self, client: &[u8], ask: Ask) -> Result<(Decision, Duration), Error> {
+        let settings = &self.settings;
         let key = self.key_buf(client);
         self.engine.counters.bump(DECISIONS);
         if let Some(store) = settings.store.immediate() {
@@ -180,10 +209,10 @@ impl<C: CasCore> Engine<C> {
         self.store.as_ref()
     }
 
-    /// Decides one request on a store that answers at once: one atomic
-    /// read-decide-write of the key's state, in the caller's poll. Nothing
-    /// can write between the read and the write, so there is no conflict,
-    /// no retry and nothing to combine.
+    /// Decides one request (or applies one refund) on a store that answers
+    /// at once: one atomic read-decide-write of the key's state, in the
+    /// caller's poll. Nothing can write between the read and the write, so
+    /// there is no conflict, no retry and nothing to combine.
     pub(super) fn decide_now(&self, store: &dyn ImmediateStore, key: &[u8], ask: Ask) -> Answer {
         self.counters.bump(ATTEMPTS);
         let mut decided = None;
@@ -192,7 +221,7 @@ impl<C: CasCore> Engine<C> {
                 None => (None, false),
                 Some(bytes) => self.read(key, bytes, ask.now),
             };
-            let step = self.core.decide(state.as_ref(), ask);
+            let step = self.core.apply(state.as_ref(), ask);
             decided = Some((step.decision, step.delay));
             // A repaired state is written even by a decision that changes
             // nothing, so the next one does not find the garbage again.
@@ -230,10 +259,12 @@ impl<C: CasCore> Engine<C> {
     }
 
     /// The optimistic loop for one group: read, decide every member in
-    /// order, write the final state once; on a conflict, all again on
-    /// fresh state. Returns one decision per member of `group` as it is on
-    /// return: members that stopped waiting are dropped before each read,
-    /// and again before deciding, so none is written for after it left.
+    /// order (a refund among them is applied in its turn, on the state the
+    /// member before it left), write the final state once; on a conflict,
+    /// all again on fresh state. Returns one decision per member of
+    /// `group` as it is on return: members that stopped waiting are dropped
+    /// before each read, and again before deciding, so none is written for
+    /// after it left.
     pub(super) async fn decide(
         &self,
         key: &[u8],
@@ -271,7 +302,7 @@ impl<C: CasCore> Engine<C> {
             let mut ttl = None;
             let mut decided = Vec::with_capacity(group.len());
             for waiter in group.iter() {
-                let step = self.core.decide(state.as_ref(), waiter.ask);
+                let step = self.core.apply(state.as_ref(), waiter.ask);
                 if let Some((next, lifetime)) = step.write {
                     state = Some(next);
                     ttl = Some(lifetime);

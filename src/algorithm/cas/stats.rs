@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// while `decisions`, `exhausted` and `combined` count requests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CasStats {
-    /// Decisions asked for: every request, alone or in a group.
+    /// Decisions asked for: every request, alone or in a group, and every
+    /// refund of one (the cost given back when a request that several
+    /// limiters decide all or nothing is denied by another of them).
     pub decisions: u64,
     /// Read-decide-write attempts made, one per group attempt: the requests
     /// of a group share one read and one write.

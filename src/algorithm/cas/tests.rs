@@ -71,12 +71,23 @@ impl CasCore for Count {
             write: allowed.then_some((after, minute)),
         }
     }
+
+    fn refund(&self, state: Option<&u64>, ask: Ask) -> Step<u64> {
+        let used = state.copied().unwrap_or(0);
+        let after = used.saturating_sub(ask.cost);
+        let minute = Duration::from_secs(60);
+        Step {
+            decision: Decision::allowed(self.limit, self.limit.saturating_sub(after), minute),
+            delay: Duration::ZERO,
+            write: (after != used).then_some((after, minute)),
+        }
+    }
 }
 
 /// A [`MemoryStore`] whose reads and writes each wait once, as a
 /// round trip to memcached would, so requests for a key overlap.
 #[derive(Debug, Default)]
-struct Waiting(MemoryStore);
+pub(super) struct Waiting(MemoryStore);
 
 #[async_trait::async_trait]
 impl Store for Waiting {

@@ -128,6 +128,33 @@ impl TokenBucketCore {
         }
         Duration::from_nanos((tokens / self.rate).ceil().min(u64::MAX as f64) as u64)
     }
+
+    /// The tokens held as of `at`, and the time they are counted at: time
+    /// never runs backwards for a bucket, so an older event is decided as
+    /// of the last update.
+    fn refilled(&self, state: Option<&Bucket>, at: i64) -> (f64, i64) {
+        let capacity = self.capacity as f64;
+        match state {
+            None => (capacity, at),
+            Some(bucket) => {
+                let now = at.max(bucket.updated);
+                let earned = now.saturating_sub(bucket.updated) as f64 * self.rate;
+                ((bucket.tokens + earned).min(capacity), now)
+            }
+        }
+    }
+
+    /// For a bucket left with `after` tokens at `now`, asked about at
+    /// `asked`: the whole tokens remaining, how far `now` is ahead of
+    /// `asked`, and the time from `asked` until the bucket is full.
+    fn report(&self, after: f64, now: i64, asked: i64) -> (u64, Duration, Duration) {
+        let remaining = (after + EPSILON).floor().max(0.0) as u64;
+        // Waits count from the request's own time: a bucket updated ahead
+        // of it (by a writer whose clock is ahead) earns nothing until then.
+        let lead = Duration::from_nanos(now.saturating_sub(asked).unsigned_abs());
+        let reset_after = lead.saturating_add(self.time_for(self.capacity as f64 - after));
+        (remaining, lead, reset_after)
+    }
 }
 
 impl CasCore for TokenBucketCore {
@@ -181,27 +208,14 @@ impl CasCore for TokenBucketCore {
     fn decide(&self, state: Option<&Bucket>, ask: Ask) -> Step<Bucket> {
         let capacity = self.capacity as f64;
         let cost = ask.cost as f64;
-        // Time never runs backwards for a bucket: an older event is decided
-        // as of the last update.
-        let (tokens, now) = match state {
-            None => (capacity, ask.now),
-            Some(bucket) => {
-                let now = ask.now.max(bucket.updated);
-                let earned = now.saturating_sub(bucket.updated) as f64 * self.rate;
-                ((bucket.tokens + earned).min(capacity), now)
-            }
-        };
+        let (tokens, now) = self.refilled(state, ask.now);
         let allowed = tokens + EPSILON >= cost;
         let after = if allowed || ask.strict {
             (tokens - cost).max(-capacity)
         } else {
             tokens
         };
-        let remaining = (after + EPSILON).floor().max(0.0) as u64;
-        // Waits count from the request's own time: a bucket updated ahead
-        // of it (by a writer whose clock is ahead) earns nothing until then.
-        let lead = Duration::from_nanos(now.saturating_sub(ask.now).unsigned_abs());
-        let reset_after = lead.saturating_add(self.time_for(capacity - after));
+        let (remaining, lead, reset_after) = self.report(after, now, ask.now);
         let decision = if allowed {
             Decision::allowed(self.capacity, remaining, reset_after)
         } else {
@@ -224,6 +238,33 @@ impl CasCore for TokenBucketCore {
             write,
         }
     }
+
+    /// Refills the bucket to the refunded request's time exactly as
+    /// [`decide`](CasCore::decide) does, then puts `cost` tokens back,
+    /// never above the capacity: what a full bucket did not hold it does
+    /// not get back, and a refund on a full bucket leaves it full.
+    fn refund(&self, state: Option<&Bucket>, ask: Ask) -> Step<Bucket> {
+        let capacity = self.capacity as f64;
+        let (tokens, now) = self.refilled(state, ask.now);
+        let after = (tokens + ask.cost as f64).min(capacity);
+        let (remaining, _, reset_after) = self.report(after, now, ask.now);
+        let decision =
+            Decision::allowed(self.capacity, remaining, reset_after).with_used(capacity - after);
+        let bucket = Bucket {
+            tokens: after,
+            updated: now,
+        };
+        // No state is a full bucket already; nor is a state changed by
+        // giving back nothing.
+        let write = state
+            .filter(|&&stored| stored != bucket)
+            .map(|_| (bucket, reset_after));
+        Step {
+            decision,
+            delay: Duration::ZERO,
+            write,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -232,6 +273,13 @@ mod tests {
 
     fn core(capacity: u64, quota: &str) -> TokenBucketCore {
         TokenBucketCore::new(capacity, quota.parse().unwrap())
+    }
+
+    fn refund(cost: u64, now: i64) -> Ask {
+        Ask {
+            refund: true,
+            ..Ask::at(cost, now)
+        }
     }
 
     #[test]
@@ -273,6 +321,64 @@ mod tests {
             step.decision.retry_after(),
             Some(Duration::from_millis(1_100))
         );
+    }
+
+    #[test]
+    fn a_refund_restores_the_tokens_taken() {
+        let tb = core(10, "10/second");
+        let before = Bucket {
+            tokens: 4.5,
+            updated: 1_000,
+        };
+        let taken = tb.decide(Some(&before), Ask::at(3, 1_000)).write.unwrap().0;
+        assert_eq!(taken.tokens, 1.5);
+        let step = tb.refund(Some(&taken), refund(3, 1_000));
+        assert!(step.decision.is_allowed());
+        assert_eq!(step.decision.remaining(), 4);
+        assert_eq!(step.delay, Duration::ZERO);
+        // 5.5 tokens short of full, at 10 a second.
+        assert_eq!(step.decision.reset_after(), Duration::from_millis(550));
+        assert_eq!(step.write.unwrap(), (before, Duration::from_millis(550)));
+        // Later, it refills first, as a decision would.
+        let later = tb.refund(Some(&taken), refund(3, 100_001_000));
+        assert_eq!(later.write.unwrap().0.tokens, 5.5);
+    }
+
+    #[test]
+    fn a_refund_never_fills_beyond_the_capacity() {
+        let tb = core(10, "10/second");
+        assert!(tb.refund(None, refund(4, 0)).write.is_none());
+        assert_eq!(tb.refund(None, refund(4, 0)).decision.remaining(), 10);
+        let full = Bucket {
+            tokens: 10.0,
+            updated: 0,
+        };
+        let step = tb.refund(Some(&full), refund(4, 0));
+        assert_eq!(step.decision.remaining(), 10);
+        assert!(step.write.is_none(), "a full bucket stays as it was");
+        let nine = Bucket {
+            tokens: 9.0,
+            updated: 0,
+        };
+        let step = tb.refund(Some(&nine), refund(4, 0));
+        assert_eq!(step.write.unwrap().0.tokens, 10.0);
+    }
+
+    #[test]
+    fn a_refund_gives_back_no_more_than_was_taken() {
+        let tb = core(5, "5/minute");
+        let mut state = None;
+        let mut run = |ask: Ask| {
+            let step = tb.apply(state.as_ref(), ask);
+            if let Some((next, _)) = step.write {
+                state = Some(next);
+            }
+            step.decision
+        };
+        assert!(run(Ask::at(5, 0)).is_allowed());
+        assert_eq!(run(refund(1, 0)).remaining(), 1);
+        assert!(run(Ask::at(1, 0)).is_allowed());
+        assert!(run(Ask::at(1, 0)).is_denied());
     }
 
     #[test]

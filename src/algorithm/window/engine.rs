@@ -243,6 +243,35 @@ impl WindowCounter {
         }
     }
 
+    /// Gives back `cost` units that an allowed decision at `now` counted:
+    /// the bucket it incremented is decremented, stopping at zero. Done
+    /// within the deadline of the decision, the bucket is still open, so
+    /// no sealed count has been taken of it; a later refund may leave a
+    /// sealed count `cost` too high, which only denies sooner.
+    pub(crate) async fn refund_nanos(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<(), Error> {
+        if cost == 0 {
+            return Ok(());
+        }
+        let settings = &self.settings;
+        let key = self.bucket_key(&settings.keys.client(client), self.buckets.index(now));
+        match settings.store.immediate() {
+            Some(store) => {
+                store.decrement_now(&key, cost)?;
+            }
+            None => {
+                settings
+                    .within_deadline(settings.store.decrement(&key, cost))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) async fn reset(&self, client: &[u8], now_nanos: i64) -> Result<(), Error> {
         let settings = &self.settings;
         let client = settings.keys.client(client);

@@ -38,8 +38,13 @@ impl GcraCore {
     /// units: the burst tolerance, plus the longer of a reservation's
     /// longest wait (one period) and a strict denial's extra tolerance.
     pub(crate) fn horizon(&self) -> i128 {
-        let tolerance = i128::from(self.burst).saturating_mul(self.interval);
+        let tolerance = self.tolerance();
         tolerance.saturating_add(tolerance.max(self.period()))
+    }
+
+    /// The burst tolerance `B·T`, in scaled units.
+    pub(super) fn tolerance(&self) -> i128 {
+        i128::from(self.burst).saturating_mul(self.interval)
     }
 
     /// Scaled units to a duration, rounded up.
@@ -109,7 +114,7 @@ impl CasCore for GcraCore {
 
     fn decide(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
         let now = i128::from(ask.now).saturating_mul(self.limit);
-        let tolerance = i128::from(self.burst).saturating_mul(self.interval);
+        let tolerance = self.tolerance();
         let cost = i128::from(ask.cost).saturating_mul(self.interval);
         let tat = state.copied().unwrap_or(now).max(now);
         let next = tat.saturating_add(cost);
@@ -154,6 +159,27 @@ impl CasCore for GcraCore {
                 Duration::ZERO
             },
             write: (allowed || ask.strict).then_some((after, reset_after)),
+        }
+    }
+
+    /// Moves the TAT back by `cost` emission intervals, exactly as
+    /// [`decide`](CasCore::decide) moved it forward, but never before
+    /// `now`: a TAT at or before `now` is a full bucket already, and one
+    /// moved before it would bank credit for later.
+    fn refund(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
+        let now = i128::from(ask.now).saturating_mul(self.limit);
+        let cost = i128::from(ask.cost).saturating_mul(self.interval);
+        let tat = state.copied().unwrap_or(now);
+        let after = tat.saturating_sub(cost).max(now).min(tat);
+        // How far ahead of `now` the bucket is booked: zero when full.
+        let booked = after.saturating_sub(now).max(0);
+        let remaining = div(self.tolerance().saturating_sub(booked), self.interval).max(0) as u64;
+        let reset_after = self.duration(booked);
+        Step {
+            decision: Decision::allowed(self.burst, remaining, reset_after)
+                .with_used(to_f64(booked) / to_f64(self.interval)),
+            delay: Duration::ZERO,
+            write: (after != tat).then_some((after, reset_after)),
         }
     }
 }

@@ -153,9 +153,24 @@ impl CasCore for HybridQuotaCore {
     }
 
     fn decide(&self, state: Option<&Client>, ask: Ask) -> Step<Client> {
-        let mut step = self.decide_from(state, ask);
-        // Waits count from the request's own time, even when the stored
-        // time is ahead of it.
+        self.timed_from_request(state, ask, self.decide_from(state, ask))
+    }
+
+    /// See [`refund_from`](HybridQuotaCore::refund_from) for the rules.
+    fn refund(&self, state: Option<&Client>, ask: Ask) -> Step<Client> {
+        self.timed_from_request(state, ask, self.refund_from(state, ask))
+    }
+}
+
+impl HybridQuotaCore {
+    /// `step`, decided as of the stored time when that is ahead of the
+    /// request's: waits count from the request's own time.
+    fn timed_from_request(
+        &self,
+        state: Option<&Client>,
+        ask: Ask,
+        mut step: Step<Client>,
+    ) -> Step<Client> {
         if let Some(stored) = state {
             let lead =
                 Duration::from_nanos(stored.time.saturating_sub(ask.now).max(0).unsigned_abs());
@@ -168,9 +183,7 @@ impl CasCore for HybridQuotaCore {
         }
         step
     }
-}
 
-impl HybridQuotaCore {
     /// The decision as of the later of the request's time and the stored
     /// time.
     pub(super) fn decide_from(&self, state: Option<&Client>, ask: Ask) -> Step<Client> {

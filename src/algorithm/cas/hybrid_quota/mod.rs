@@ -1,6 +1,9 @@
 //! Tony Finch's hybrid bursty/smooth quota, by optimistic compare-and-swap.
 
 mod core;
+mod refund;
+#[cfg(test)]
+mod refund_tests;
 #[cfg(test)]
 mod tests;
 
@@ -79,6 +82,17 @@ use crate::quota::Quota;
 /// **Strict mode** ([`DeniedRequests::Counted`](crate::limiter::DeniedRequests)): a
 /// denied request takes its cost too, down to `−q`. In bursty mode that
 /// debt lasts only until the window ends.
+///
+/// **Refunds** (a request decided all or nothing by several limiters and
+/// denied by another gives back what it took here): a take within a
+/// bursty window or in smooth mode is undone exactly; a take that started
+/// a fresh window is undone to a full quota that starts a fresh window at
+/// the next request; the take of a window's last tokens, whose switch to
+/// smooth mode forgets the window, is given back to the smooth bucket,
+/// which holds the client back at least as much as the window would have.
+/// A refund never gives back more than was taken, and what cannot be
+/// traced to the current state (a bursty window started after the
+/// refunded request's time) is not given back.
 ///
 /// **Timestamps** ([`check_at`](crate::RateLimiter::check_at)): `now` is
 /// never before the stored `time`; an older event is decided as of `time`,

@@ -4,16 +4,16 @@ use super::core::*;
 use crate::algorithm::cas::core::{Ask, CasCore};
 use crate::decision::Decision;
 
-const MS: i64 = 1_000_000;
-const SECOND: i64 = 1_000 * MS;
-const T0: i64 = 1_800_000_000 * SECOND;
+pub(super) const MS: i64 = 1_000_000;
+pub(super) const SECOND: i64 = 1_000 * MS;
+pub(super) const T0: i64 = 1_800_000_000 * SECOND;
 
-fn core(quota: &str) -> HybridQuotaCore {
+pub(super) fn core(quota: &str) -> HybridQuotaCore {
     HybridQuotaCore::new(quota.parse().unwrap())
 }
 
 /// Runs one request, keeping the written state.
-fn run(core: &HybridQuotaCore, state: &mut Option<Client>, ask: Ask) -> Decision {
+pub(super) fn run(core: &HybridQuotaCore, state: &mut Option<Client>, ask: Ask) -> Decision {
     let step = core.decide(state.as_ref(), ask);
     if let Some((next, _)) = step.write {
         assert_eq!(core.decode(&core.encode(&next)), Some(next));
@@ -22,7 +22,7 @@ fn run(core: &HybridQuotaCore, state: &mut Option<Client>, ask: Ask) -> Decision
     step.decision
 }
 
-fn client(mode: Mode, bucket: f64, time: i64) -> Client {
+pub(super) fn client(mode: Mode, bucket: f64, time: i64) -> Client {
     Client { mode, bucket, time }
 }
 

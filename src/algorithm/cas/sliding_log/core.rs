@@ -167,4 +167,42 @@ impl CasCore for SlidingLogCore {
             write: record.then_some((Log(after), reset_after)),
         }
     }
+
+    /// Removes the `cost` entries the refunded request recorded: the
+    /// newest live entries not after `ask.now`, which are those at
+    /// `ask.now` first. An entry recorded later belongs to a later
+    /// request, and removing it instead would free the quota sooner; when
+    /// fewer are found (the request was recorded as of a newer entry, or
+    /// its entries already left the window), older ones go, which frees it
+    /// later, never sooner, and never more entries than the log holds.
+    fn refund(&self, state: Option<&Log>, ask: Ask) -> Step<Log> {
+        let entries = state.map_or(&[][..], |log| &log.0[..]);
+        // The window as a decision at this time would see it.
+        let now = entries
+            .last()
+            .map_or(ask.now, |&newest| ask.now.max(newest));
+        let cutoff = now.saturating_sub(self.period);
+        let start = entries.partition_point(|&entry| entry <= cutoff);
+        let end = entries
+            .partition_point(|&entry| entry <= ask.now)
+            .max(start);
+        let removed = usize::try_from(ask.cost)
+            .unwrap_or(usize::MAX)
+            .min(end - start);
+        let after: Vec<i64> = entries[start..end - removed]
+            .iter()
+            .chain(&entries[end..])
+            .copied()
+            .collect();
+        let remaining = self.limit.saturating_sub(after.len() as u64);
+        let reset_after = after
+            .last()
+            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, ask.now));
+        Step {
+            decision: Decision::allowed(self.limit, remaining, reset_after)
+                .with_used(after.len() as f64),
+            delay: Duration::ZERO,
+            write: (removed > 0).then_some((Log(after), reset_after)),
+        }
+    }
 }

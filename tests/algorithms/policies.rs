@@ -1,0 +1,162 @@
+//! Several policies on one request, all or nothing: a request denied by
+//! one policy spends nothing in the others, on every store, for every
+//! algorithm, whichever order the policies decide in.
+
+use crate::common;
+
+use std::sync::Arc;
+
+use common::{fixtures, unique_client, Fixture};
+use memcache_ratelimit::{
+    Algorithm, Error, FixedWindow, Limiter, LimiterSpec, Policies, Policy, RateLimiter,
+};
+
+const ALGORITHMS: [Algorithm; 6] = [
+    Algorithm::SlidingWindow { sub_windows: 4 },
+    Algorithm::FixedWindow,
+    Algorithm::TokenBucket { capacity: None },
+    Algorithm::Gcra { burst: None },
+    Algorithm::SlidingLog,
+    Algorithm::HybridQuota,
+];
+
+/// A per-address burst limit of 3 a second.
+fn burst(fixture: &Fixture) -> RateLimiter {
+    fixture
+        .builder(FixedWindow::builder, "3/second")
+        .namespace("burst")
+        .build()
+        .unwrap()
+}
+
+/// A per-user quota of 20 a month, run by `algorithm`.
+fn monthly(fixture: &Fixture, algorithm: Algorithm) -> Arc<RateLimiter> {
+    let spec = LimiterSpec::new(algorithm, "20/30d".parse().unwrap())
+        .clock(fixture.clock.clone())
+        .namespace("month");
+    Arc::new(spec.build(fixture.store.clone()).unwrap())
+}
+
+/// How many units `limiter` has left for `user`: the largest cost it
+/// still admits, found by taking it (the limiter is used up after).
+async fn units_left(limiter: &RateLimiter, user: &[u8]) -> u64 {
+    for cost in (1..=limiter.quota().limit()).rev() {
+        if limiter.check_n(user, cost).await.unwrap().is_allowed() {
+            return cost;
+        }
+    }
+    0
+}
+
+#[tokio::test]
+async fn requests_denied_by_the_burst_limit_do_not_spend_the_monthly_quota() {
+    for fixture in fixtures().await {
+        for algorithm in ALGORITHMS {
+            for burst_first in [true, false] {
+                let case = format!("{} {algorithm} burst first: {burst_first}", fixture.name);
+                let (address, user) = (unique_client("ip"), unique_client("user"));
+                let month = monthly(&fixture, algorithm);
+                let (policies, keys): (Vec<Policy>, [&[u8]; 2]) = if burst_first {
+                    let policies = vec![
+                        Policy::new("per-ip-burst", burst(&fixture)),
+                        Policy::new("per-user-month", month.clone()),
+                    ];
+                    (policies, [&address, &user])
+                } else {
+                    let policies = vec![
+                        Policy::new("per-user-month", month.clone()),
+                        Policy::new("per-ip-burst", burst(&fixture)),
+                    ];
+                    (policies, [&user, &address])
+                };
+                let policies = Policies::all(policies).unwrap();
+                let mut allowed = 0;
+                for _ in 0..10 {
+                    let decided = policies.check(&keys).await.unwrap();
+                    if decided.is_allowed() {
+                        allowed += 1;
+                        assert_eq!(decided.decisions().count(), 2, "{case}");
+                    } else {
+                        assert_eq!(decided.denied_by(), Some("per-ip-burst"), "{case}");
+                        assert!(decided.retry_after().is_some(), "{case}");
+                    }
+                }
+                assert_eq!(allowed, 3, "{case}");
+                // Three admitted requests spent three units of twenty; the
+                // seven denied ones spent none.
+                assert_eq!(units_left(&month, &user).await, 17, "{case}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_denial_reports_the_units_given_back() {
+    let fixture = common::memory();
+    let month = monthly(&fixture, Algorithm::FixedWindow);
+    let tight = fixture
+        .builder(FixedWindow::builder, "1/minute")
+        .namespace("tight")
+        .build()
+        .unwrap();
+    let policies = Policies::all([
+        Policy::new("per-user-month", month),
+        Policy::new("tight", tight),
+    ])
+    .unwrap();
+    let keys: [&[u8]; 2] = [b"alice", b"alice"];
+    let first = policies.check(&keys).await.unwrap();
+    assert!(first.is_allowed());
+    assert_eq!(first.decision().remaining(), 0, "the tight policy binds");
+    let second = policies.check(&keys).await.unwrap();
+    assert_eq!(second.denied_by(), Some("tight"));
+    let (policy, month_decision) = second.decisions().next().unwrap();
+    assert_eq!(policy.name(), "per-user-month");
+    assert!(month_decision.is_allowed());
+    assert_eq!(
+        month_decision.remaining(),
+        19,
+        "one unit spent, the refunded one back"
+    );
+}
+
+#[cfg(feature = "memcached")]
+#[tokio::test]
+async fn a_store_failure_in_one_policy_gives_back_what_the_others_took() {
+    use memcache_ratelimit::FailurePolicy;
+    let fixture = common::memcached().await;
+    let month = monthly(&fixture, Algorithm::SlidingWindow { sub_windows: 4 });
+    let broken = FixedWindow::builder("3/second".parse().unwrap(), common::refusing_store().await)
+        .on_failure(FailurePolicy::ReturnError)
+        .build()
+        .unwrap();
+    let policies = Policies::all([
+        Policy::new("per-user-month", month.clone()),
+        Policy::new("broken", broken),
+    ])
+    .unwrap();
+    let user = unique_client("user");
+    for _ in 0..5 {
+        let outcome = policies.check(&[&user, &user]).await;
+        assert!(matches!(outcome, Err(Error::Store(_))), "{outcome:?}");
+    }
+    assert_eq!(units_left(&month, &user).await, 20);
+}
+
+#[tokio::test]
+async fn policies_are_checked_when_built_and_keys_when_used() {
+    let fixture = common::memory();
+    let limiter = || burst(&fixture);
+    assert_eq!(Policies::all(Vec::new()).unwrap_err().field(), "policies");
+    assert_eq!(
+        Policies::all([Policy::new("a", limiter()), Policy::new("a", limiter())])
+            .unwrap_err()
+            .field(),
+        "policies"
+    );
+    let policies =
+        Policies::all([Policy::new("a", limiter()), Policy::new("b", limiter())]).unwrap();
+    let outcome = policies.check(&[b"alice"]).await;
+    assert!(matches!(outcome, Err(Error::Config(_))), "{outcome:?}");
+    assert_eq!(policies.policies()[1].limiter().quota(), limiter().quota());
+}
