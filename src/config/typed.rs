@@ -53,12 +53,8 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
     let mut plans = BTreeMap::new();
     for (name, text) in file.plans.iter().flatten() {
         let field = format!("plans.{name}");
-        HeaderPolicy::new(name, Quota::per_second(std::num::NonZeroU64::MIN)).map_err(|_| {
-            ConfigError::new(
-                field.clone(),
-                "a plan's name must be a Structured Fields token (a letter, then letters, digits and !#$%&'*+-.^_`|~:/), as the RateLimit header fields carry it",
-            )
-        })?;
+        HeaderPolicy::new(name, Quota::per_second(std::num::NonZeroU64::MIN))
+            .map_err(|error| ConfigError::new(field.clone(), error.reason().to_owned()))?;
         let parsed = text
             .parse::<Quota>()
             .map_err(|error| ConfigError::new(field.clone(), error.reason().to_owned()))?;

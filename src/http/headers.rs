@@ -1,119 +1,342 @@
-//! The HTTP response header fields that tell a client where it stands:
-//! the IETF `RateLimit-Policy` and `RateLimit` fields
-//! (draft-ietf-httpapi-ratelimit-headers), `Retry-After` on a denial, and
-//! optionally the older `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-//! `X-RateLimit-Reset`. Plain names and values, for any HTTP stack.
+//! The HTTP response header fields that tell a client where it stands, as
+//! R. Polli, A. Martinez and D. Miller define them in *RateLimit header
+//! fields for HTTP*, draft-ietf-httpapi-ratelimit-headers-11 (May 2026),
+//! <https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/>;
+//! `Retry-After` on a denial; and optionally the older
+//! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.
+//! Plain names and values, for any HTTP stack.
+//!
+//! Every value is serialized with the [`sfv`] crate, as a Structured Field
+//! (M. Nottingham, P-H. Kamp, *Structured Field Values for HTTP*,
+//! RFC 9651, <https://www.rfc-editor.org/rfc/rfc9651>).
+//!
+//! [`RateLimitFields`] writes them, for one or several [`HeaderPolicy`]s
+//! at once; its documentation says what each field carries and which
+//! section of the draft each choice follows (sections 3 and 3.1.1 to
+//! 3.1.4 for `RateLimit-Policy`, 4 and 4.1.1 to 4.1.3 for `RateLimit`,
+//! 6 and Appendix B for `Retry-After`). [`PartitionKeySecret`] says why
+//! `pk` is a keyed hash (sections 6.1 and 8.2).
 
+mod partition_key;
+mod policy;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use sfv::{Integer, ItemSerializer, KeyRef, ListSerializer};
+
+pub use self::partition_key::PartitionKeySecret;
+pub use self::policy::{HeaderPolicy, QuotaUnit, MAX_POLICY_NAME};
 use crate::decision::Decision;
-use crate::error::ConfigError;
-use crate::quota::Quota;
 
-/// A named quota policy, as the header fields announce it.
+const Q: &KeyRef = KeyRef::constant("q");
+const QU: &KeyRef = KeyRef::constant("qu");
+const W: &KeyRef = KeyRef::constant("w");
+const PK: &KeyRef = KeyRef::constant("pk");
+const R: &KeyRef = KeyRef::constant("r");
+const T: &KeyRef = KeyRef::constant("t");
+
+/// One response's policies: each with the key of the client it counted
+/// the request under and the decision it took.
 ///
 /// ```
+/// use memcache_ratelimit::http::{HeaderPolicy, PolicyDecision};
 /// use memcache_ratelimit::Decision;
-/// use memcache_ratelimit::http::HeaderPolicy;
 /// use std::time::Duration;
 ///
-/// let policy = HeaderPolicy::new("default", "100/minute".parse()?)?;
-/// let allowed = Decision::allowed(100, 42, Duration::from_millis(12_300));
-/// assert_eq!(
-///     policy.fields(&allowed, false),
-///     [
-///         ("RateLimit-Policy", "default;q=100;w=60".to_owned()),
-///         ("RateLimit", "default;r=42;t=13".to_owned()),
-///     ]
-/// );
-/// let denied = Decision::denied(100, 0, Duration::from_secs(30), Duration::from_millis(1_500));
-/// let fields = policy.fields(&denied, true);
-/// assert!(fields.contains(&("Retry-After", "2".to_owned())));
-/// assert!(fields.contains(&("X-RateLimit-Remaining", "0".to_owned())));
-/// assert!(HeaderPolicy::new("has space", "1/second".parse()?).is_err());
+/// let policy = HeaderPolicy::new("per-ip", "100/minute".parse()?)?.per_client(true);
+/// let decision = Decision::allowed(100, 99, Duration::from_secs(60));
+/// let entry: PolicyDecision<'_> = (&policy, b"ip:192.0.2.1", &decision);
+/// # let _ = entry;
 /// # Ok::<(), memcache_ratelimit::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeaderPolicy {
-    name: String,
-    policy: String,
+pub type PolicyDecision<'a> = (&'a HeaderPolicy, &'a [u8], &'a Decision);
+
+/// Writes the header fields of a response from the decisions of one or
+/// several policies, as R. Polli, A. Martinez and D. Miller define them in
+/// *RateLimit header fields for HTTP*, draft-ietf-httpapi-ratelimit-headers-11
+/// (May 2026),
+/// <https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/>
+/// ("the draft" below). Values are serialized with the [`sfv`] crate.
+///
+/// The request was denied if any policy denied it. Every policy is one
+/// member of `RateLimit-Policy` and one of `RateLimit`, in the order
+/// given; give policies distinct names, since the name is what ties the
+/// two members together.
+///
+/// # What each field carries, and the draft's sections behind it
+///
+/// - **`RateLimit-Policy`** (section 3, *RateLimit-Policy Field*): "a
+///   non-empty List of Quota Policy Items. The Item value MUST be a
+///   String", one member per policy (section 3.1, *Quota Policy Item*):
+///   `"per-user";q=100;w=60`.
+///   - `q` (section 3.1.1, *Quota Parameter*): the quota, an Integer.
+///   - `qu` (section 3.1.2, *Quota Unit Parameter*): "The value MUST be a
+///     String"; section 3.1 makes "requests" the default, so `qu` is
+///     written only for another [`QuotaUnit`].
+///   - `w` (section 3.1.3, *Window Parameter*): "a non-negative,
+///     non-zero, Integer value expressing an interval in seconds …
+///     Sub-second precision is not supported." A period that is not a
+///     whole number of seconds is rounded **up** (1500 ms is `w=2`): the
+///     rate announced is then never above the rate enforced.
+///   - `pk` (section 3.1.4, *Partition Key Parameter*): "The value MUST
+///     be a Byte Sequence. … Quotas are allocated per partition key."
+///     Written for a policy that is [per client](HeaderPolicy::per_client),
+///     as a keyed hash of the client's key, never the key itself: see
+///     [`PartitionKeySecret`].
+/// - **`RateLimit`** (section 4, *RateLimit Field*): a List of Service
+///   Limit Items (section 4.1), one per policy, in the same order and
+///   under the same String as in `RateLimit-Policy`.
+///   - `r` (section 4.1.1, *Available Quota Parameter*): "the available
+///     quota under the identified policy", the decision's
+///     [`remaining`](Decision::remaining).
+///   - `t` (section 4.1.2, *Effective Window Parameter*): "the number of
+///     seconds within which the client can use no more than the
+///     available quota", "a non-negative Integer compatible with the
+///     delay-seconds rule". On an allowed decision it is the time until
+///     the client's usage has drained ([`Decision::reset_after`]): a
+///     client that spends no more than `r` within it is not denied by
+///     this policy. On a denial it is the time until the request would
+///     be allowed ([`Decision::retry_after`]); see below.
+///   - `pk` (section 4.1.3, *Partition Key Parameter*): the same Byte
+///     Sequence as in `RateLimit-Policy`.
+/// - **`Retry-After`** (R. Fielding, M. Nottingham, J. Reschke, *HTTP
+///   Semantics*, RFC 9110, section 10.2.3,
+///   <https://www.rfc-editor.org/rfc/rfc9110#section-10.2.3>), on a
+///   denial only. Section 6 (*Server Behavior*) of the draft: "If a
+///   response contains both the Retry-After and the RateLimit header
+///   fields, the Retry-After field value SHOULD NOT reference a point in
+///   time earlier than the end of the effective window." So on a
+///   denial, a denying policy's `t` is its own retry delay, and
+///   `Retry-After` is the longest of those: it ends no earlier than any
+///   denying policy's effective window, and with one policy the two are
+///   equal, as in the draft's Appendix B.1.4 (*Use in throttled
+///   responses*: `Retry-After` five seconds on, `RateLimit:
+///   "default";r=0;t=5`). A policy that did not deny keeps its own `t`
+///   and `r`, which are true of it, even where that `t` ends after
+///   `Retry-After`: the sentence above, read alone, would have every
+///   window end first, but the draft's own Appendix B.3 sends
+///   `Retry-After: 20` beside `"dynamic";r=15;t=40`, a window that ends
+///   later with quota still available; shortening such a `t` to
+///   `Retry-After` would tell the client its daily quota comes back
+///   within seconds. Section 7 (*Client Behavior*): "If a response
+///   contains both the RateLimit and Retry-After fields, the Retry-After
+///   field MUST take precedence".
+///
+/// `t` and `Retry-After` are whole seconds rounded **up**, so a client
+/// that waits them out is never early: for `t`, section 7 asks a client
+/// not to "exceed the available quota within the time expressed in the
+/// effective window", which a longer window only makes safer; for
+/// `Retry-After`, a delay rounded down would send the client back before
+/// the limiter lets it in. Every number is capped at 999,999,999,999,999,
+/// the largest Structured Fields Integer (RFC 9651, section 3.3.1); the
+/// same capped value goes to `t` and `Retry-After`, so they still agree.
+///
+/// Policy names are Structured Fields Strings (RFC 9651, section 3.3.3):
+/// printable ASCII, 0x20 to 0x7E, here 1 to 64 bytes (see
+/// [`HeaderPolicy::new`]).
+///
+/// The legacy `X-RateLimit-*` fields follow no specification and carry
+/// one policy: the denying one with the longest retry on a denial,
+/// otherwise the one with the least quota left. Their values are the
+/// decision's limit, remaining and time until its usage has drained
+/// (whole seconds, rounded up), as the layer wrote them before it
+/// announced policies as draft -11 does.
+///
+/// # Example
+///
+/// One request under three policies, one of which denies it:
+///
+/// ```
+/// use memcache_ratelimit::http::{HeaderPolicy, PartitionKeySecret, QuotaUnit, RateLimitFields};
+/// use memcache_ratelimit::Decision;
+/// use std::time::Duration;
+///
+/// let fields = RateLimitFields::new(PartitionKeySecret::new(&[42; 32])?);
+/// let burst = HeaderPolicy::new("burst", "10/second".parse()?)?.per_client(true);
+/// let daily = HeaderPolicy::new("daily", "1000/day".parse()?)?.per_client(true);
+/// let bytes = HeaderPolicy::new("upload bytes", "1000000/hour".parse()?)?
+///     .quota_unit(QuotaUnit::ContentBytes);
+/// let denied = Decision::denied(10, 0, Duration::from_millis(900), Duration::from_millis(300));
+/// let allowed = Decision::allowed(1000, 412, Duration::from_secs(50_000));
+/// let plenty = Decision::allowed(1_000_000, 999_000, Duration::from_millis(3_599_500));
+/// let written = fields.fields(&[
+///     (&burst, b"192.0.2.1", &denied),
+///     (&daily, b"192.0.2.1", &allowed),
+///     (&bytes, b"", &plenty),
+/// ]);
+/// let pk = ":yRMPbU453f2Oma6F:"; // HMAC-SHA-256(secret, "192.0.2.1"), 12 bytes
+/// assert_eq!(
+///     written,
+///     [
+///         (
+///             "RateLimit-Policy",
+///             format!(r#""burst";q=10;w=1;pk={pk}, "daily";q=1000;w=86400;pk={pk}, "upload bytes";q=1000000;qu="content-bytes";w=3600"#),
+///         ),
+///         (
+///             "RateLimit",
+///             format!(r#""burst";r=0;t=1;pk={pk}, "daily";r=412;t=50000;pk={pk}, "upload bytes";r=999000;t=3600"#),
+///         ),
+///         ("Retry-After", "1".to_owned()),
+///     ]
+/// );
+/// # Ok::<(), memcache_ratelimit::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct RateLimitFields {
+    pub(super) secret: PartitionKeySecret,
+    pub(super) legacy: bool,
 }
 
-impl HeaderPolicy {
-    /// A policy called `name` for `quota`. The name must be a Structured
-    /// Fields token: a letter or `*`, then letters, digits and
-    /// ``!#$%&'*+-.^_`|~:/``, at most 64 bytes.
-    pub fn new(name: &str, quota: Quota) -> Result<Self, ConfigError> {
-        let mut bytes = name.bytes();
-        let first = bytes.next();
-        let token = first.is_some_and(|b| b.is_ascii_alphabetic() || b == b'*')
-            && bytes.all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~:/".contains(&b))
-            && name.len() <= 64;
-        if !token {
-            return Err(ConfigError::new(
-                "header_policy",
-                format!("{name:?} is not a Structured Fields token of at most 64 bytes"),
-            ));
+impl RateLimitFields {
+    /// Fields whose `pk` parameters are keyed with `secret`, without the
+    /// legacy fields.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{PartitionKeySecret, RateLimitFields};
+    ///
+    /// let fields = RateLimitFields::new(PartitionKeySecret::random());
+    /// assert!(fields.fields(&[]).is_empty());
+    /// ```
+    pub fn new(secret: PartitionKeySecret) -> Self {
+        Self {
+            secret,
+            legacy: false,
         }
-        let window = quota.period().as_secs_f64().ceil() as u64;
-        Ok(Self {
-            name: name.to_owned(),
-            policy: format!("{name};q={};w={window}", quota.limit()),
-        })
     }
 
-    /// The header fields for `decision`, as `(name, value)`: always
-    /// `RateLimit-Policy` and `RateLimit`; `Retry-After` when it was
-    /// denied; the `X-RateLimit-*` fields too when `legacy`. Seconds are
-    /// rounded up, so a client that waits them out is never early.
-    pub fn fields(&self, decision: &Decision, legacy: bool) -> Vec<(&'static str, String)> {
-        let reset = whole_seconds(decision.reset_after());
-        let mut fields = vec![
-            ("RateLimit-Policy", self.policy.clone()),
-            (
-                "RateLimit",
-                format!("{};r={};t={reset}", self.name, decision.remaining()),
-            ),
-        ];
-        if let Some(retry) = decision.retry_after() {
-            fields.push(("Retry-After", whole_seconds(retry).to_string()));
+    /// Adds `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
+    /// `X-RateLimit-Reset` (seconds until the usage has drained, rounded
+    /// up) for one policy: the denying one with the longest retry on a
+    /// denial, otherwise the one with the least quota left.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{HeaderPolicy, PartitionKeySecret, RateLimitFields};
+    /// use memcache_ratelimit::Decision;
+    /// use std::time::Duration;
+    ///
+    /// let fields = RateLimitFields::new(PartitionKeySecret::random()).legacy_headers(true);
+    /// let policy = HeaderPolicy::new("default", "100/minute".parse()?)?;
+    /// let allowed = Decision::allowed(100, 42, Duration::from_millis(12_300));
+    /// assert_eq!(
+    ///     fields.fields(&[(&policy, b"alice", &allowed)]),
+    ///     [
+    ///         ("RateLimit-Policy", r#""default";q=100;w=60"#.to_owned()),
+    ///         ("RateLimit", r#""default";r=42;t=13"#.to_owned()),
+    ///         ("X-RateLimit-Limit", "100".to_owned()),
+    ///         ("X-RateLimit-Remaining", "42".to_owned()),
+    ///         ("X-RateLimit-Reset", "13".to_owned()),
+    ///     ]
+    /// );
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn legacy_headers(mut self, legacy: bool) -> Self {
+        self.legacy = legacy;
+        self
+    }
+
+    /// The fields for `policies`, as `(name, value)`: `RateLimit-Policy`
+    /// and `RateLimit` with one member per policy; `Retry-After` when any
+    /// policy denied the request; the legacy fields if asked for. None at
+    /// all for an empty slice: the draft's lists are non-empty.
+    ///
+    /// See the [type's documentation](Self) for an example.
+    pub fn fields(&self, policies: &[PolicyDecision<'_>]) -> Vec<(&'static str, String)> {
+        let retry_after = policies
+            .iter()
+            .filter_map(|(_, _, decision)| denial_delay(decision))
+            .max();
+        let mut policy_list = ListSerializer::new();
+        let mut limit_list = ListSerializer::new();
+        for (policy, key, decision) in policies {
+            let pk = policy.per_client.then(|| self.secret.partition_key(key));
+            let mut item = policy_list
+                .bare_item(&*policy.name)
+                .parameter(Q, integer(policy.quota.limit()));
+            if let Some(unit) = policy.unit.parameter() {
+                item = item.parameter(QU, unit);
+            }
+            item = item.parameter(W, integer(whole_seconds(policy.quota.period())));
+            if let Some(pk) = &pk {
+                item.parameter(PK, &pk[..]);
+            }
+            let item = limit_list
+                .bare_item(&*policy.name)
+                .parameter(R, integer(decision.remaining()))
+                .parameter(T, effective_window(decision));
+            if let Some(pk) = &pk {
+                item.parameter(PK, &pk[..]);
+            }
         }
-        if legacy {
-            fields.push(("X-RateLimit-Limit", decision.limit().to_string()));
-            fields.push(("X-RateLimit-Remaining", decision.remaining().to_string()));
-            fields.push(("X-RateLimit-Reset", reset.to_string()));
+        let (Some(policy_field), Some(limit_field)) = (policy_list.finish(), limit_list.finish())
+        else {
+            return Vec::new();
+        };
+        let mut fields = vec![
+            ("RateLimit-Policy", policy_field),
+            ("RateLimit", limit_field),
+        ];
+        if let Some(retry_after) = retry_after {
+            fields.push(("Retry-After", item(retry_after)));
+        }
+        if let Some(decision) = self.legacy.then(|| legacy_decision(policies)).flatten() {
+            fields.push(("X-RateLimit-Limit", item(integer(decision.limit()))));
+            fields.push(("X-RateLimit-Remaining", item(integer(decision.remaining()))));
+            let reset = integer(whole_seconds(decision.reset_after()));
+            fields.push(("X-RateLimit-Reset", item(reset)));
         }
         fields
     }
 }
 
-/// `duration` in whole seconds, rounded up.
-fn whole_seconds(duration: std::time::Duration) -> u64 {
-    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
+/// For a denial, how long until the request would be allowed: the `t` of
+/// a denying policy, and the candidates for `Retry-After`.
+fn denial_delay(decision: &Decision) -> Option<Integer> {
+    match decision.retry_after() {
+        Some(retry) if decision.is_denied() => Some(integer(whole_seconds(retry))),
+        _ => None,
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
+/// The `t` parameter: the retry delay of a denial, otherwise the time
+/// until the usage has drained.
+fn effective_window(decision: &Decision) -> Integer {
+    denial_delay(decision).unwrap_or_else(|| integer(whole_seconds(decision.reset_after())))
+}
 
-    #[test]
-    fn names_are_tokens_and_seconds_round_up() {
-        let quota: Quota = "10/1500ms".parse().unwrap();
-        for bad in ["", "1abc", "a b", "a\"b", "a,b", &"x".repeat(65)] {
-            assert_eq!(
-                HeaderPolicy::new(bad, quota).unwrap_err().field(),
-                "header_policy",
-                "{bad:?}"
-            );
+/// The decision the legacy fields describe: the denial with the longest
+/// retry, or, with none, the decision with the least quota left (the
+/// first of equals).
+fn legacy_decision<'a>(policies: &[PolicyDecision<'a>]) -> Option<&'a Decision> {
+    let decisions = || policies.iter().map(|(_, _, decision)| *decision);
+    let mut longest_denial: Option<(&Decision, Integer)> = None;
+    for decision in decisions() {
+        if let Some(delay) = denial_delay(decision) {
+            if longest_denial.is_none_or(|(_, longest)| delay > longest) {
+                longest_denial = Some((decision, delay));
+            }
         }
-        let policy = HeaderPolicy::new("per-user/api:v1", quota).unwrap();
-        let decision = Decision::denied(10, 0, Duration::from_millis(1), Duration::ZERO);
-        assert_eq!(
-            policy.fields(&decision, false),
-            [
-                ("RateLimit-Policy", "per-user/api:v1;q=10;w=2".to_owned()),
-                ("RateLimit", "per-user/api:v1;r=0;t=1".to_owned()),
-                ("Retry-After", "0".to_owned()),
-            ]
-        );
     }
+    longest_denial
+        .map(|(decision, _)| decision)
+        .or_else(|| decisions().min_by_key(|decision| decision.remaining()))
+}
+
+/// `n` as a Structured Fields Integer, capped at the largest one.
+fn integer(n: u64) -> Integer {
+    Integer::try_from(n).unwrap_or(Integer::MAX)
+}
+
+/// A bare Integer item.
+fn item(n: Integer) -> String {
+    ItemSerializer::new().bare_item(n).finish()
+}
+
+/// `duration` in whole seconds, rounded up.
+fn whole_seconds(duration: Duration) -> u64 {
+    duration
+        .as_secs()
+        .saturating_add(u64::from(duration.subsec_nanos() > 0))
 }

@@ -5,12 +5,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use ::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use ::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use tower_layer::Layer;
 use tower_service::Service;
 
 use super::extract::KeyExtractor;
-use super::headers::HeaderPolicy;
+use super::headers::{HeaderPolicy, PartitionKeySecret, QuotaUnit, RateLimitFields};
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::Limiter;
@@ -44,7 +44,7 @@ type CostFn = dyn Fn(&http::request::Parts) -> u64 + Send + Sync;
 ///     // Uploads cost 10.
 ///     .cost(|parts| if parts.method == http::Method::POST { 10 } else { 1 });
 /// assert!(RateLimitLayer::new(FixedWindow::builder("1/second".parse()?, Arc::new(MemoryStore::new())).build()?, Header::new("x")?)
-///     .policy_name("not a token")
+///     .policy_name("not\tprintable ASCII")
 ///     .is_err());
 /// # let _ = layer;
 /// # Ok(())
@@ -61,8 +61,11 @@ pub struct RateLimitLayer {
 struct Shared {
     limiter: Arc<dyn Limiter>,
     key: Arc<dyn KeyExtractor>,
-    policy_name: String,
-    legacy: bool,
+    /// The announced policy: its name, unit and whether it is per client;
+    /// its quota is the limiter's for each request's key.
+    policy: HeaderPolicy,
+    /// The `pk` secret and whether the legacy fields are written.
+    fields: RateLimitFields,
     missing: Option<MissingKey>,
     cost: Option<Arc<CostFn>>,
 }
@@ -71,8 +74,8 @@ impl std::fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RateLimitLayer")
             .field("quota", &self.shared.limiter.quota())
-            .field("policy_name", &self.shared.policy_name)
-            .field("legacy", &self.shared.legacy)
+            .field("policy", &self.shared.policy)
+            .field("legacy", &self.shared.fields.legacy)
             .field("missing", &self.shared.missing)
             .finish_non_exhaustive()
     }
@@ -80,19 +83,22 @@ impl std::fmt::Debug for RateLimitLayer {
 
 impl RateLimitLayer {
     /// Limits requests with `limiter`, counting each under the key `key`
-    /// extracts. The policy is announced as `default`.
+    /// extracts. The policy is announced as `"default"`, per client (with
+    /// a `pk` keyed by a [random](PartitionKeySecret::random) secret of
+    /// this layer's own), in requests.
     pub fn new(limiter: impl Limiter + 'static, key: impl KeyExtractor) -> Self {
         Self::shared(Arc::new(limiter), key)
     }
 
     /// [`new`](Self::new), for a limiter already shared.
     pub fn shared(limiter: Arc<dyn Limiter>, key: impl KeyExtractor) -> Self {
+        let policy = HeaderPolicy::default_for(limiter.quota());
         Self {
             shared: Arc::new(Shared {
                 limiter,
                 key: Arc::new(key),
-                policy_name: "default".to_owned(),
-                legacy: false,
+                policy,
+                fields: RateLimitFields::new(PartitionKeySecret::random()),
                 missing: None,
                 cost: None,
             }),
@@ -100,16 +106,106 @@ impl RateLimitLayer {
     }
 
     /// The policy's name in `RateLimit-Policy` and `RateLimit`: a
-    /// Structured Fields token, as [`HeaderPolicy::new`] checks.
+    /// Structured Fields String of printable ASCII, as
+    /// [`HeaderPolicy::new`] checks.
     pub fn policy_name(self, name: &str) -> Result<Self, ConfigError> {
-        HeaderPolicy::new(name, self.shared.limiter.quota())?;
-        Ok(self.with(|shared| shared.policy_name = name.to_owned()))
+        let policy = self.shared.policy.renamed(name)?;
+        Ok(self.with(|shared| shared.policy = policy))
     }
 
     /// Adds `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-    /// `X-RateLimit-Reset` (seconds until the reset) to every response.
+    /// `X-RateLimit-Reset` (seconds until the client's usage has drained)
+    /// to every response with rate-limit fields.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).legacy_headers(true);
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn legacy_headers(self, legacy: bool) -> Self {
-        self.with(|shared| shared.legacy = legacy)
+        self.with(|shared| shared.fields.legacy = legacy)
+    }
+
+    /// What the quota counts, announced as `qu` (default
+    /// [`QuotaUnit::Requests`], announced by leaving `qu` out): for
+    /// example [`QuotaUnit::ContentBytes`] when the [`cost`](Self::cost)
+    /// of a request is its size.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{Header, QuotaUnit, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("10000000/hour".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, Header::new("x-tenant")?)
+    ///     .quota_unit(QuotaUnit::ContentBytes)
+    ///     .cost(|parts| {
+    ///         parts.headers.get(http::header::CONTENT_LENGTH)
+    ///             .and_then(|length| length.to_str().ok()?.parse().ok())
+    ///             .unwrap_or(1)
+    ///             .max(1)
+    ///     });
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn quota_unit(self, unit: QuotaUnit) -> Self {
+        self.with(|shared| shared.policy = shared.policy.clone().quota_unit(unit))
+    }
+
+    /// Whether the fields carry `pk`, the keyed hash of the client's key
+    /// (default: true, since the layer counts each client apart). Turn it
+    /// off when the extractor names one key for everyone, a global limit.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::RateLimitLayer;
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("5000/second".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// // Every request counted under one key: the whole service's limit.
+    /// let everyone = |_: &http::request::Parts| Some(b"everyone".to_vec());
+    /// let layer = RateLimitLayer::new(limiter, everyone)
+    ///     .policy_name("service")?
+    ///     .announce_partition_key(false);
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn announce_partition_key(self, announce: bool) -> Self {
+        self.with(|shared| shared.policy = shared.policy.clone().per_client(announce))
+    }
+
+    /// The secret `pk` is keyed with (default: random, for this layer and
+    /// its clones). Give every instance of a service the same one so they
+    /// announce the same `pk` for a client; see [`PartitionKeySecret`] for
+    /// why the client's key is never sent as it is.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ClientIp, PartitionKeySecret, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // In a real deployment: read from the fleet's secret store.
+    /// let secret = PartitionKeySecret::new(b"a secret of at least thirty-two bytes")?;
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).partition_key_secret(secret);
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn partition_key_secret(self, secret: PartitionKeySecret) -> Self {
+        self.with(|shared| shared.fields.secret = secret)
     }
 
     /// What a request without a key gets (default: rejected with the
@@ -209,14 +305,15 @@ where
 }
 
 impl Shared {
-    /// Writes the header fields for `decision` on client `key`.
+    /// Writes the header fields for `decision` on client `key`, through
+    /// [`RateLimitFields::fields`] as for any number of policies.
     fn annotate(&self, headers: &mut HeaderMap, key: &[u8], decision: &Decision) {
-        let quota = self.limiter.quota_for(key);
-        let Ok(policy) = HeaderPolicy::new(&self.policy_name, quota) else {
-            return;
-        };
-        for (name, value) in policy.fields(decision, self.legacy) {
-            if let Ok(value) = HeaderValue::try_from(value) {
+        let policy = self.policy.with_quota(self.limiter.quota_for(key));
+        for (name, value) in self.fields.fields(&[(&policy, key, decision)]) {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::try_from(value),
+            ) {
                 headers.insert(name, value);
             }
         }

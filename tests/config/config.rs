@@ -86,10 +86,7 @@ fn every_mistake_names_its_field() {
         ("[memcached]\npool = 3", "memcached.pool"),
         ("[memcached]\nprotocol = \"binary\"", "memcached.protocol"),
         ("[plans]\npro = \"lots\"", "plans.pro"),
-        (
-            "[plans]\n\"not a token\" = \"1/second\"",
-            "plans.not a token",
-        ),
+        ("[plans]\n\"tab\\there\" = \"1/second\"", "plans.tab\there"),
         (
             "algorithm = \"sliding_log\"\n[plans]\nbig = \"20000/hour\"",
             "plans.big (limit)",

@@ -11,3 +11,4 @@ mod http_hyper;
 #[cfg(feature = "memcached")]
 mod http_middleware;
 mod layer_configuration;
+mod ratelimit_fields;
