@@ -1,13 +1,20 @@
 //! The limiter an operator command works on: the configuration file, the
 //! environment, then the flags.
+//!
+//! The file and the environment are read by the library
+//! ([`Config::from_toml_with_env`]), whose errors name the file's field or
+//! the variable. The flags are applied afterwards, each parsed and checked
+//! here, so an error about a flag names the flag.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use memcache_ratelimit::config::{Config, ENV_PREFIX};
+use memcache_ratelimit::config::Config;
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{MemcachedStore, MemoryStore, RateLimiter};
+use memcache_ratelimit::{
+    Algorithm, ConfigError, LimiterSpec, MemcachedStore, MemoryStore, Quota, RateLimiter,
+};
 
 use crate::watch::Watched;
 
@@ -22,10 +29,11 @@ pub struct Target {
     #[arg(long)]
     servers: Option<String>,
     /// The quota, such as 100/minute.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "plan")]
     quota: Option<String>,
     /// The algorithm: sliding_window, fixed_window, token_bucket, gcra,
-    /// sliding_log or hybrid_quota.
+    /// sliding_log or hybrid_quota. Another algorithm than the
+    /// configuration's takes its default parameters.
     #[arg(long)]
     algorithm: Option<String>,
     /// The sliding window's sub-windows.
@@ -47,7 +55,9 @@ that nothing else shares)";
 
 /// The configured limiter, with the store it runs on.
 pub struct Configured {
-    pub config: Config,
+    /// What the limiter was built from: the configuration's, with the
+    /// flags applied.
+    pub spec: LimiterSpec,
     pub limiter: RateLimiter,
     /// The memcached store; `None` for the embedded one.
     pub memcached: Option<Arc<MemcachedStore>>,
@@ -55,7 +65,171 @@ pub struct Configured {
     pub watched: Arc<Watched>,
 }
 
+/// `error`, said to be about `flag` given as `value`.
+fn flag_error(flag: &str, value: &str, error: impl std::fmt::Display) -> String {
+    format!("{flag}: {value}: {error}")
+}
+
+/// The algorithm names, for an error.
+fn algorithm_names() -> String {
+    let names: Vec<&str> = Algorithm::ALL.iter().map(Algorithm::name).collect();
+    names.join(", ")
+}
+
+/// `host:port`, with a port number: a server address as the library takes
+/// it.
+fn is_host_port(server: &str) -> bool {
+    server
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+}
+
 impl Target {
+    /// The servers `--servers` names, checked; `None` without the flag.
+    fn flag_servers(&self) -> Result<Option<Vec<String>>, String> {
+        let Some(text) = &self.servers else {
+            return Ok(None);
+        };
+        let servers: Vec<String> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|server| !server.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if servers.is_empty() {
+            return Err(flag_error(
+                "--servers",
+                &format!("{text:?}"),
+                "names no server; give host:port[,host:port...]",
+            ));
+        }
+        if let Some(bad) = servers.iter().find(|server| !is_host_port(server)) {
+            let which = match servers.len() {
+                1 => String::new(),
+                _ => format!("{bad:?} "),
+            };
+            return Err(flag_error(
+                "--servers",
+                &format!("{text:?}"),
+                format!("{which}is not host:port (such as 127.0.0.1:11211)"),
+            ));
+        }
+        Ok(Some(servers))
+    }
+
+    /// The configuration's algorithm with `--algorithm` and
+    /// `--sub-windows` applied. The same algorithm keeps the
+    /// configuration's parameters (a token bucket's capacity, GCRA's
+    /// burst, the sub-windows); another one takes its defaults.
+    fn algorithm(&self, configured: Algorithm) -> Result<Algorithm, String> {
+        let algorithm = match &self.algorithm {
+            None => configured,
+            Some(name) => {
+                let chosen = Algorithm::from_name(name.trim()).ok_or_else(|| {
+                    flag_error(
+                        "--algorithm",
+                        &format!("{name:?}"),
+                        format!("is not one of {}", algorithm_names()),
+                    )
+                })?;
+                if chosen.name() == configured.name() {
+                    configured
+                } else {
+                    chosen
+                }
+            }
+        };
+        match (self.sub_windows, algorithm) {
+            (None, algorithm) => Ok(algorithm),
+            (Some(n), Algorithm::SlidingWindow { .. }) => {
+                Ok(Algorithm::SlidingWindow { sub_windows: n })
+            }
+            (Some(n), other) => {
+                let whence = match self.algorithm {
+                    Some(_) => "given by --algorithm",
+                    None => "of the configuration",
+                };
+                Err(flag_error(
+                    "--sub-windows",
+                    &n.to_string(),
+                    format!(
+                        "the {} algorithm ({whence}) has no sub-windows; only sliding_window takes them",
+                        other.name()
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The quota: `--quota`, or `--plan`'s, or the configuration's.
+    fn quota(&self, config: &Config) -> Result<Quota, String> {
+        if let Some(text) = &self.quota {
+            return text
+                .parse::<Quota>()
+                .map_err(|error| flag_error("--quota", &format!("{text:?}"), error));
+        }
+        match &self.plan {
+            None => Ok(config.quota()),
+            Some(name) => config.plan(name).ok_or_else(|| {
+                let plans: Vec<&str> = config.plans().keys().map(String::as_str).collect();
+                let known = match plans.is_empty() {
+                    true => "the configuration has no [plans]".to_owned(),
+                    false => format!("the configuration's plans are {}", plans.join(", ")),
+                };
+                flag_error(
+                    "--plan",
+                    &format!("{name:?}"),
+                    format!("no such plan; {known}"),
+                )
+            }),
+        }
+    }
+
+    /// A limiter setting the library rejected, blamed on the first flag
+    /// given among those that set it: the setting's own flag first, then
+    /// the ones it depends on. With none of them given, the error is the
+    /// configuration's own.
+    fn blame(&self, error: ConfigError) -> String {
+        let quota = self
+            .quota
+            .as_ref()
+            .map(|text| ("--quota", format!("{text:?}")))
+            .or_else(|| {
+                self.plan
+                    .as_ref()
+                    .map(|name| ("--plan", format!("{name:?}")))
+            });
+        let algorithm = self
+            .algorithm
+            .as_ref()
+            .map(|name| ("--algorithm", format!("{name:?}")));
+        let sub_windows = self.sub_windows.map(|n| ("--sub-windows", n.to_string()));
+        let namespace = self
+            .namespace
+            .as_ref()
+            .map(|text| ("--namespace", format!("{text:?}")));
+        let field = error.field();
+        let candidates = match field {
+            "namespace" => vec![namespace],
+            "sub_windows" => vec![sub_windows, quota, algorithm],
+            _ => vec![quota, algorithm],
+        };
+        // The settings each flag sets, in the library's words.
+        let sets = |flag: &str| match flag {
+            "--quota" | "--plan" => ["quota", "limit", "period"].contains(&field),
+            "--sub-windows" => field == "sub_windows",
+            "--namespace" => field == "namespace",
+            _ => false,
+        };
+        match candidates.into_iter().flatten().next() {
+            Some((flag, value)) if sets(flag) => flag_error(flag, &value, error),
+            Some((flag, value)) => {
+                flag_error(flag, &value, format!("{error} ({field} as configured)"))
+            }
+            None => error.to_string(),
+        }
+    }
+
     /// Reads the configuration and builds the limiter. Without servers it
     /// is an error, unless `embedded` allows the in-process store (which
     /// nothing else shares).
@@ -65,39 +239,68 @@ impl Target {
                 .map_err(|error| format!("cannot read {}: {error}", path.display()))?,
             None => String::new(),
         };
-        let flags = [
-            ("SERVERS", self.servers.clone()),
-            ("QUOTA", self.quota.clone()),
-            ("ALGORITHM", self.algorithm.clone()),
-            ("SUB_WINDOWS", self.sub_windows.map(|n| n.to_string())),
-            ("NAMESPACE", self.namespace.clone()),
-        ]
-        .into_iter()
-        .filter_map(|(name, value)| Some((format!("{ENV_PREFIX}{name}"), value?)));
-        let config = Config::from_toml_with_env(&text, std::env::vars().chain(flags))?;
-        let memcached = config.memcached_store().await?;
+        let config = Config::from_toml_with_env(&text, std::env::vars())?;
+
+        // The flags, each checked before anything connects.
+        let servers = self.flag_servers()?;
+        let algorithm = self.algorithm(config.spec().algorithm())?;
+        let quota = self.quota(&config)?;
+        let mut spec = config
+            .spec()
+            .clone()
+            .with_algorithm(algorithm)
+            .with_quota(quota);
+        if let Some(namespace) = &self.namespace {
+            spec = spec.namespace(namespace.clone());
+        }
+        // The limiter's own checks (sub-windows that divide the period, a
+        // valid namespace...), on a throwaway store, before connecting.
+        spec.build(Arc::new(MemoryStore::new()))
+            .map_err(|error| self.blame(error))?;
+
+        let memcached = match servers {
+            Some(servers) => Some(Arc::new(memcached(&config, servers).await?)),
+            None => config.memcached_store().await?,
+        };
         let store: Arc<dyn Store> = match (&memcached, embedded) {
             (Some(store), _) => store.clone(),
             (None, true) => Arc::new(MemoryStore::new()),
             (None, false) => return Err(NO_SERVERS.into()),
         };
         let watched = Arc::new(Watched::new(store));
-        let quota = match &self.plan {
-            None => config.quota(),
-            Some(name) => config
-                .plan(name)
-                .ok_or_else(|| format!("no plan {name:?} in the configuration"))?,
-        };
-        let limiter = config
-            .spec()
-            .clone()
-            .with_quota(quota)
-            .build(watched.clone())?;
+        let limiter = spec
+            .build(watched.clone())
+            .map_err(|error| self.blame(error))?;
         Ok(Configured {
-            config,
+            spec,
             limiter,
             memcached,
             watched,
         })
     }
+}
+
+/// The memcached store on `servers`, with the configuration's client
+/// settings (`[memcached]`).
+async fn memcached(
+    config: &Config,
+    servers: Vec<String>,
+) -> Result<MemcachedStore, memcache_ratelimit::StoreError> {
+    let options = config.memcached();
+    let mut builder = MemcachedStore::builder()
+        .servers(servers)
+        .protocol(options.protocol);
+    if let Some(timeout) = options.connect_timeout {
+        builder = builder.connect_timeout(timeout);
+    }
+    if let Some(timeout) = options.io_timeout {
+        builder = builder.io_timeout(timeout);
+    }
+    if let Some(connections) = options.max_connections {
+        builder = builder.max_connections(connections);
+    }
+    if let Some(timeout) = options.drain_timeout {
+        builder = builder.drain_timeout(timeout);
+    }
+    builder.build().await
 }

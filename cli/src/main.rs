@@ -1,7 +1,9 @@
 //! `memcache-ratelimit`: the operator's command line.
 //!
-//! - `inspect <client>`: a client's keys in the memcached fleet, the server
-//!   holding them, their values, and the current estimate;
+//! - `inspect <client> [--json]`: a client's keys in the memcached fleet,
+//!   the server holding them, their values and what they mean now: each
+//!   bucket's span and count and the estimate for the windows, the tokens
+//!   (or log entries) and the next refill for the others;
 //! - `check <client>`: one real decision, for scripts (exit status 0
 //!   allowed by the store, 1 denied by the store, 2 an error or a decision
 //!   the failure policy made because the store failed);
@@ -12,11 +14,13 @@
 //!
 //! The limiter is configured as a service configures it: `--config FILE`
 //! (or `MEMCACHE_RATELIMIT_CONFIG`), the `MEMCACHE_RATELIMIT_*` variables,
-//! then the flags below, each overriding the one before. Servers are
+//! then the flags below, each overriding the one before; an error in a
+//! flag names the flag. Servers are
 //! required: without them only `check --embedded` runs, against an
 //! in-process store that nothing else shares.
 
 mod describe;
+mod inspect;
 mod limiter;
 mod report;
 mod watch;
@@ -38,14 +42,56 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Show a client's keys, the server holding them, their values and the
-    /// current estimate, without counting anything. memcached servers are
-    /// required; exit status 2 on an error, with the failing server named.
+    /// Show what the store holds for a client, as it stands now, without
+    /// counting anything. memcached servers are required; exit status 2
+    /// on an error, with the failing server named.
+    ///
+    /// For the window algorithms, every bucket the next decision reads:
+    /// its span (buckets are aligned on unix time), its count, its weight
+    /// in the estimate, the key and the server holding it; then the
+    /// estimate, what remains and when the window is empty. For the
+    /// compare-and-swap algorithms, the key, the value as stored (the
+    /// sliding log's bytes in hexadecimal) and, decoded, the tokens (or
+    /// the sliding log's entries) now, what remains, the next refill and
+    /// when the limit is whole again. A value that does not decode is
+    /// shown as stored; the limiter takes it for a new client's.
+    ///
+    /// With --json, one object. Its fields, stable for scripts (times in
+    /// milliseconds; `null` where a field does not apply):
+    ///
+    /// - client, algorithm (sliding_window, fixed_window, token_bucket,
+    ///   gcra, sliding_log, hybrid_quota), parameters (such as
+    ///   "SlidingWindow n=4"), quota (such as "100/1m"), limit, period_ms;
+    /// - store ("memcached"), servers (array), protocol ("meta" or
+    ///   "classic");
+    /// - read_at (RFC 3339, UTC), read_at_unix_ms;
+    /// - keys: [{key, server, value (null when absent), value_encoding
+    ///   ("text", or "hex" for the sliding log)}];
+    /// - buckets (windows; null otherwise): [{age (0 for the current
+    ///   bucket), key, start (RFC 3339), start_unix_ms, end_unix_ms,
+    ///   count, stored (false when the key is absent: it counts 0),
+    ///   weight (its share in the estimate)}];
+    /// - state (compare-and-swap algorithms; null otherwise): stored
+    ///   ("absent", "decoded" or "unreadable"), next_refill_ms (until one
+    ///   more request fits; null when full), full_in_ms, and by algorithm:
+    ///   token_bucket: capacity, refill_per_second, stored_tokens,
+    ///   stored_at_unix_ms, tokens; gcra: burst, emission_interval_ms,
+    ///   stored_tat_unix_ms, tokens; sliding_log: stored_entries,
+    ///   oldest_unix_ms, newest_unix_ms, in_window; hybrid_quota:
+    ///   stored_mode ("bursty" or "smooth"), stored_bucket,
+    ///   stored_at_unix_ms, mode, window_end_unix_ms, tokens;
+    /// - estimate (windows: the estimated count in the period; null
+    ///   otherwise), remaining (what a request now could take),
+    ///   reset_after_ms (until the whole limit is available again).
+    #[command(verbatim_doc_comment)]
     Inspect {
         #[command(flatten)]
         target: Target,
         /// The client id, as the service passes it to the limiter.
         client: String,
+        /// Print one JSON object, with the fields listed above.
+        #[arg(long)]
+        json: bool,
     },
     /// Make one real decision for a client, and say which store made it.
     ///
@@ -93,9 +139,11 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match cli.command {
-        Command::Inspect { target, client } => {
-            runtime.block_on(report::inspect(&target, client.as_bytes()))
-        }
+        Command::Inspect {
+            target,
+            client,
+            json,
+        } => runtime.block_on(report::inspect(&target, client.as_bytes(), json)),
         Command::Check {
             target,
             client,

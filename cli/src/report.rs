@@ -7,55 +7,13 @@ use crate::limiter::Target;
 
 type Outcome = Result<ExitCode, Box<dyn std::error::Error>>;
 
-/// Prints `client`'s keys, servers, values and estimate.
-pub async fn inspect(target: &Target, client: &[u8]) -> Outcome {
+/// Prints what the store holds for `client`, for people or as JSON.
+pub async fn inspect(target: &Target, client: &[u8], json: bool) -> Outcome {
     let configured = target.build(false).await?;
-    let Some(memcached) = &configured.memcached else {
+    if configured.memcached.is_none() {
         return Err(crate::limiter::NO_SERVERS.into());
-    };
-    let seen = configured
-        .limiter
-        .inspect(client)
-        .await
-        .map_err(|error| describe::error(&configured, error))?;
-    let quota = configured.limiter.quota();
-    // `memcached servers=... protocol=...`: the store, then its settings.
-    let store: Vec<String> = describe::store_fields(&configured, false)
-        .iter()
-        .map(|(name, value)| match *name {
-            "store" => value.plain(),
-            _ => format!("{name}={}", value.plain()),
-        })
-        .collect();
-    println!("client    {}", String::from_utf8_lossy(client));
-    println!(
-        "limiter   {quota} ({:?})",
-        configured.config.spec().algorithm()
-    );
-    println!("store     {}", store.join(" "));
-    let width = seen
-        .keys
-        .iter()
-        .map(|k| k.key.len())
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    println!("{:<width$}  {:<21}  value", "key", "server");
-    for key in &seen.keys {
-        println!(
-            "{:<width$}  {:<21}  {}",
-            key.key,
-            memcached.server_for(key.key.as_bytes()),
-            key.value.as_deref().unwrap_or("(absent)")
-        );
     }
-    if let (Some(estimate), Some(remaining)) = (seen.estimate, seen.remaining) {
-        let reset = seen.reset_after.unwrap_or_default().as_secs_f64();
-        println!(
-            "estimate  {estimate:.2} of {}, remaining {remaining}, every request counted has left the window in {reset:.1} s",
-            seen.limit
-        );
-    }
+    crate::inspect::inspect(&configured, client, json).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -76,7 +34,7 @@ pub async fn check(
         .check_n(client, cost)
         .await
         .map_err(|error| describe::error(&configured, error))?;
-    let policy = configured.config.spec().failure_policy();
+    let policy = configured.spec.failure_policy();
     let millis = |d: std::time::Duration| Value::Bare(d.as_millis().to_string());
     let bare = |value: &dyn ToString| Value::Bare(value.to_string());
     let mut fields = vec![

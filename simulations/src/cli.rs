@@ -5,11 +5,19 @@
 //! `simulations/README.md` for the workloads and the exact definition of
 //! each metric.
 //!
-//! `cargo run --release -p simulations [-- --seed N --quick --out DIR --figures DIR]`,
+//! `cargo run --release -p simulations [-- --seed N --quick --out DIR --figures DIR --overwrite]`,
 //! or the operator CLI's `simulate`.
+//!
+//! Everything is written under `target/simulations/` (relative to the
+//! current directory) unless `--out` and `--figures` say otherwise, and
+//! never into a directory holding files tracked by git, such as the
+//! committed `simulations/figures`, unless `--overwrite` is given:
+//! `--figures simulations/figures --overwrite` regenerates the committed
+//! figures.
 
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use clap::Parser;
@@ -29,12 +37,18 @@ pub struct Args {
     /// A smaller run: fewer clients and shorter workloads.
     #[arg(long)]
     quick: bool,
-    /// Where the CSV files go.
-    #[arg(long, default_value = "simulations/out")]
+    /// Where the CSV files go (created if need be).
+    #[arg(long, default_value = "target/simulations/out")]
     out: PathBuf,
-    /// Where the SVG figures go.
-    #[arg(long, default_value = "simulations/figures")]
+    /// Where the SVG figures go (created if need be);
+    /// `--figures simulations/figures --overwrite` regenerates the
+    /// committed figures.
+    #[arg(long, default_value = "target/simulations/figures")]
     figures: PathBuf,
+    /// Write into --out and --figures even if they hold files tracked by
+    /// git (without it, such a directory is refused before anything runs).
+    #[arg(long)]
+    overwrite: bool,
     /// Threads running jobs in parallel (default: the available cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -44,6 +58,11 @@ pub struct Args {
 /// figures written, progress on stderr.
 pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let began = Instant::now();
+    if !args.overwrite {
+        for (flag, dir) in [("--out", &args.out), ("--figures", &args.figures)] {
+            refuse_tracked(flag, dir)?;
+        }
+    }
     let scale = if args.quick {
         Scale::QUICK
     } else {
@@ -98,4 +117,70 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         began.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// An error if `dir` holds files tracked by git: the run would write over
+/// committed files.
+fn refuse_tracked(flag: &str, dir: &Path) -> Result<(), Box<dyn Error>> {
+    let tracked = tracked_files(dir);
+    let Some(first) = tracked.first() else {
+        return Ok(());
+    };
+    let more = match tracked.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Err(format!(
+        "{flag} {}: the directory holds files tracked by git ({first}{more}), which this run \
+         would overwrite; give --overwrite to regenerate them, or another directory \
+         (the default is under target/simulations/)",
+        dir.display()
+    )
+    .into())
+}
+
+/// The files under `dir` that git tracks, as git names them; none when
+/// `dir` is in no git work tree or git cannot be run. A directory not
+/// created yet is asked about from its nearest existing ancestor, so
+/// tracked files deleted from the work tree count too.
+pub fn tracked_files(dir: &Path) -> Vec<String> {
+    let mut base = dir;
+    let mut rest = Vec::new();
+    while !base.is_dir() {
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                base = parent;
+            }
+            _ => return Vec::new(),
+        }
+    }
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
+    let pathspec: PathBuf = rest.iter().rev().collect();
+    let pathspec = if pathspec.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        pathspec
+    };
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(base)
+        .args(["ls-files", "-z", "--"])
+        .arg(&pathspec)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    match output {
+        Ok(output) if output.status.success() => output
+            .stdout
+            .split(|&byte| byte == 0)
+            .filter(|name| !name.is_empty())
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect(),
+        _ => Vec::new(),
+    }
 }
