@@ -244,6 +244,34 @@ impl RateLimitFields {
     ///
     /// See the [type's documentation](Self) for an example.
     pub fn fields(&self, policies: &[PolicyDecision<'_>]) -> Vec<(&'static str, String)> {
+        self.fields_announcing(policies, &[])
+    }
+
+    /// [`fields`](Self::fields), with `announced` policies that did not
+    /// decide the request (those after a denying one, under
+    /// [`Policies`](crate::Policies)): each is one more member of
+    /// `RateLimit-Policy`, after the deciding ones, and none of
+    /// `RateLimit`, which only carries service limits that were read.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{HeaderPolicy, PartitionKeySecret, RateLimitFields};
+    /// use memcache_ratelimit::Decision;
+    /// use std::time::Duration;
+    ///
+    /// let fields = RateLimitFields::new(PartitionKeySecret::random());
+    /// let burst = HeaderPolicy::new("burst", "2/second".parse()?)?;
+    /// let daily = HeaderPolicy::new("daily", "1000/day".parse()?)?;
+    /// let denied = Decision::denied(2, 0, Duration::from_secs(1), Duration::from_secs(1));
+    /// let written = fields.fields_announcing(&[(&burst, b"alice", &denied)], &[(&daily, b"alice")]);
+    /// assert_eq!(written[0], ("RateLimit-Policy", r#""burst";q=2;w=1, "daily";q=1000;w=86400"#.to_owned()));
+    /// assert_eq!(written[1], ("RateLimit", r#""burst";r=0;t=1"#.to_owned()));
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn fields_announcing(
+        &self,
+        policies: &[PolicyDecision<'_>],
+        announced: &[(&HeaderPolicy, &[u8])],
+    ) -> Vec<(&'static str, String)> {
         let retry_after = policies
             .iter()
             .filter_map(|(_, _, decision)| denial_delay(decision))
@@ -251,17 +279,7 @@ impl RateLimitFields {
         let mut policy_list = ListSerializer::new();
         let mut limit_list = ListSerializer::new();
         for (policy, key, decision) in policies {
-            let pk = policy.per_client.then(|| self.secret.partition_key(key));
-            let mut item = policy_list
-                .bare_item(&*policy.name)
-                .parameter(Q, integer(policy.quota.limit()));
-            if let Some(unit) = policy.unit.parameter() {
-                item = item.parameter(QU, unit);
-            }
-            item = item.parameter(W, integer(whole_seconds(policy.quota.period())));
-            if let Some(pk) = &pk {
-                item.parameter(PK, &pk[..]);
-            }
+            let pk = self.announce(&mut policy_list, policy, key);
             let item = limit_list
                 .bare_item(&*policy.name)
                 .parameter(R, integer(decision.remaining()))
@@ -269,6 +287,9 @@ impl RateLimitFields {
             if let Some(pk) = &pk {
                 item.parameter(PK, &pk[..]);
             }
+        }
+        for (policy, key) in announced {
+            self.announce(&mut policy_list, policy, key);
         }
         let (Some(policy_field), Some(limit_field)) = (policy_list.finish(), limit_list.finish())
         else {
@@ -288,6 +309,28 @@ impl RateLimitFields {
             fields.push(("X-RateLimit-Reset", item(reset)));
         }
         fields
+    }
+
+    /// Adds `policy`'s member to `RateLimit-Policy`, and returns the `pk`
+    /// of `key` when the policy is per client.
+    fn announce(
+        &self,
+        list: &mut ListSerializer<String>,
+        policy: &HeaderPolicy,
+        key: &[u8],
+    ) -> Option<[u8; 12]> {
+        let pk = policy.per_client.then(|| self.secret.partition_key(key));
+        let mut item = list
+            .bare_item(&*policy.name)
+            .parameter(Q, integer(policy.quota.limit()));
+        if let Some(unit) = policy.unit.parameter() {
+            item = item.parameter(QU, unit);
+        }
+        item = item.parameter(W, integer(whole_seconds(policy.quota.period())));
+        if let Some(pk) = &pk {
+            item.parameter(PK, &pk[..]);
+        }
+        pk
     }
 }
 

@@ -66,9 +66,9 @@ mod headers;
 mod layer;
 
 #[cfg(feature = "tower")]
-pub use self::extract::{ApiKey, ClientIp, Header, KeyExtractor};
+pub use self::extract::{ApiKey, ClientIp, Header, KeyExtractor, ProxyHeader, TrustedProxies};
 pub use self::headers::{
     HeaderPolicy, PartitionKeySecret, PolicyDecision, QuotaUnit, RateLimitFields, MAX_POLICY_NAME,
 };
 #[cfg(feature = "tower")]
-pub use self::layer::{MissingKey, RateLimit, RateLimitLayer};
+pub use self::layer::{Denial, MissingKey, RateLimit, RateLimitLayer};

@@ -125,6 +125,14 @@ impl Policies {
         Ok(Self { policies })
     }
 
+    /// One policy alone, which is always valid.
+    #[cfg(feature = "tower")]
+    pub(crate) fn one(policy: Policy) -> Self {
+        Self {
+            policies: Arc::new([policy]),
+        }
+    }
+
     /// The policies, in the order they decide.
     pub fn policies(&self) -> &[Policy] {
         &self.policies

@@ -110,7 +110,18 @@ async fn allowed_requests_carry_the_fields_and_the_one_over_the_limit_gets_429()
     }
     let denied = send(&service, from("192.0.2.1:5001")).await;
     assert_eq!(denied.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(denied.body(), "");
+    // An RFC 9457 problem naming the policy and the retry time.
+    assert_eq!(
+        field(&denied, "content-type"),
+        Some("application/problem+json")
+    );
+    assert!(
+        denied
+            .body()
+            .contains(r#""violated-policies":["per-ip"],"retry-after":80}"#),
+        "{}",
+        denied.body()
+    );
     assert_eq!(
         inner.calls(),
         3,

@@ -5,10 +5,13 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod client_addresses;
 #[cfg(feature = "memcached")]
 mod http_end_to_end;
 mod http_hyper;
 #[cfg(feature = "memcached")]
 mod http_middleware;
 mod layer_configuration;
+#[cfg(feature = "memcached")]
+mod policies_layer;
 mod ratelimit_fields;

@@ -1,19 +1,23 @@
-//! The `tower` layer and the service it wraps around another.
+//! The `tower` layer: its settings, one policy or several. The service it
+//! wraps around another is in `service`, the answer to a denial in
+//! `denial`.
 
-use std::future::Future;
-use std::pin::Pin;
+mod denial;
+mod service;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use ::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use ::http::{Response, StatusCode};
 use tower_layer::Layer;
-use tower_service::Service;
 
+pub use self::denial::Denial;
+pub use self::service::RateLimit;
 use super::extract::KeyExtractor;
 use super::headers::{HeaderPolicy, PartitionKeySecret, QuotaUnit, RateLimitFields};
-use crate::decision::Decision;
-use crate::error::{ConfigError, Error};
-use crate::limiter::Limiter;
+use crate::error::ConfigError;
+use crate::limiter::{Limiter, Policies, Policy};
 
 /// What to do with a request whose client the extractor cannot name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,27 +60,69 @@ pub struct RateLimitLayer {
     shared: Arc<Shared>,
 }
 
+/// How a denied request is answered.
+type DenyFn = dyn Fn(&Denial) -> Response<String> + Send + Sync;
+
+/// How a request without a key is answered.
+type MissingFn = dyn Fn(&http::request::Parts) -> Response<String> + Send + Sync;
+
+/// One policy of the layer: its limiter, who a request counts as, and how
+/// the policy is announced (its quota is the limiter's for each key).
+#[derive(Clone)]
+struct Member {
+    limiter: Arc<dyn Limiter>,
+    key: Arc<dyn KeyExtractor>,
+    policy: HeaderPolicy,
+}
+
 /// What every clone of the layer and its services share.
 #[derive(Clone)]
 struct Shared {
-    limiter: Arc<dyn Limiter>,
-    key: Arc<dyn KeyExtractor>,
-    /// The announced policy: its name, unit and whether it is per client;
-    /// its quota is the limiter's for each request's key.
-    policy: HeaderPolicy,
+    /// At least one, in the order they decide.
+    members: Vec<Member>,
+    /// The members' limiters, deciding together.
+    policies: Policies,
     /// The `pk` secret and whether the legacy fields are written.
     fields: RateLimitFields,
     missing: Option<MissingKey>,
     cost: Option<Arc<CostFn>>,
+    /// Decide and announce, but never deny.
+    shadow: bool,
+    /// Keys whose requests are not limited at all.
+    exempt: Arc<HashSet<Vec<u8>>>,
+    on_denied: Option<Arc<DenyFn>>,
+    /// Replaces the status answer to a request without a key.
+    missing_response: Option<Arc<MissingFn>>,
+    /// Requests shadow mode let through that would have been denied,
+    /// counted across every clone.
+    shadow_denials: Arc<AtomicU64>,
+}
+
+impl Shared {
+    /// The policies the members make, checked.
+    fn policies(members: &[Member]) -> Result<Policies, ConfigError> {
+        Policies::all(
+            members
+                .iter()
+                .map(|member| Policy::shared(member.policy.name(), member.limiter.clone())),
+        )
+    }
+
+    /// The policy added last, which the per-policy settings change.
+    fn last(&mut self) -> &mut Member {
+        let last = self.members.len() - 1;
+        &mut self.members[last]
+    }
 }
 
 impl std::fmt::Debug for RateLimitLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let policies: Vec<&HeaderPolicy> = self.shared.members.iter().map(|m| &m.policy).collect();
         f.debug_struct("RateLimitLayer")
-            .field("quota", &self.shared.limiter.quota())
-            .field("policy", &self.shared.policy)
+            .field("policies", &policies)
             .field("legacy", &self.shared.fields.legacy)
             .field("missing", &self.shared.missing)
+            .field("shadow", &self.shared.shadow)
             .finish_non_exhaustive()
     }
 }
@@ -92,25 +138,174 @@ impl RateLimitLayer {
 
     /// [`new`](Self::new), for a limiter already shared.
     pub fn shared(limiter: Arc<dyn Limiter>, key: impl KeyExtractor) -> Self {
-        let policy = HeaderPolicy::default_for(limiter.quota());
+        let members = vec![Member {
+            policy: HeaderPolicy::default_for(limiter.quota()),
+            limiter,
+            key: Arc::new(key),
+        }];
+        let policies = Policies::one(Policy::shared(
+            members[0].policy.name(),
+            members[0].limiter.clone(),
+        ));
         Self {
             shared: Arc::new(Shared {
-                limiter,
-                key: Arc::new(key),
-                policy,
+                members,
+                policies,
                 fields: RateLimitFields::new(PartitionKeySecret::random()),
                 missing: None,
                 cost: None,
+                shadow: false,
+                exempt: Arc::default(),
+                on_denied: None,
+                missing_response: None,
+                shadow_denials: Arc::default(),
             }),
         }
     }
 
-    /// The policy's name in `RateLimit-Policy` and `RateLimit`: a
-    /// Structured Fields String of printable ASCII, as
-    /// [`HeaderPolicy::new`] checks.
+    /// Adds a policy called `name`: `limiter`, counting each request
+    /// under the key `key` extracts. Every request must then be allowed
+    /// by every policy, all or nothing, as [`Policies`] decides: in the
+    /// order added, stopping at the first denial, giving the cost back to
+    /// the policies before it. So add the policy most likely to deny
+    /// first (a per-IP burst before a per-user monthly quota). The
+    /// per-policy settings that follow ([`policy_name`](Self::policy_name),
+    /// [`quota_unit`](Self::quota_unit),
+    /// [`announce_partition_key`](Self::announce_partition_key)) apply to
+    /// this policy.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ApiKey, ClientIp, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore, SlidingWindow};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let burst = FixedWindow::builder("20/second".parse()?, store.clone()).namespace("burst").build()?;
+    /// let hourly = SlidingWindow::builder("1000/hour".parse()?, store.clone()).namespace("hour").build()?;
+    /// let monthly = SlidingWindow::builder("100000/30d".parse()?, store).namespace("month").build()?;
+    /// let layer = RateLimitLayer::new(burst, ClientIp::peer())
+    ///     .policy_name("per-ip-burst")?
+    ///     .and("per-user-hour", hourly, ApiKey::bearer())?
+    ///     .and("per-user-month", monthly, ApiKey::bearer())?;
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn and(
+        self,
+        name: &str,
+        limiter: impl Limiter + 'static,
+        key: impl KeyExtractor,
+    ) -> Result<Self, ConfigError> {
+        let limiter: Arc<dyn Limiter> = Arc::new(limiter);
+        let policy = HeaderPolicy::new(name, limiter.quota())?.per_client(true);
+        let mut members = self.shared.members.clone();
+        members.push(Member {
+            limiter,
+            key: Arc::new(key),
+            policy,
+        });
+        let policies = Shared::policies(&members)?;
+        Ok(self.with(|shared| {
+            shared.members = members;
+            shared.policies = policies;
+        }))
+    }
+
+    /// The name of the policy added last (the one of [`new`](Self::new),
+    /// unless [`and`](Self::and) added more) in `RateLimit-Policy`,
+    /// `RateLimit` and denials: a Structured Fields String of printable
+    /// ASCII, as [`HeaderPolicy::new`] checks, distinct from the others.
     pub fn policy_name(self, name: &str) -> Result<Self, ConfigError> {
-        let policy = self.shared.policy.renamed(name)?;
-        Ok(self.with(|shared| shared.policy = policy))
+        let mut members = self.shared.members.clone();
+        let last = members.len() - 1;
+        members[last].policy = members[last].policy.renamed(name)?;
+        let policies = Shared::policies(&members)?;
+        Ok(self.with(|shared| {
+            shared.members = members;
+            shared.policies = policies;
+        }))
+    }
+
+    /// Shadow mode: every request is decided, counted, logged and given
+    /// its header fields, but none is denied; a request that would have
+    /// been is logged (`tracing`, at `info`) and counted in
+    /// [`shadow_denials`](Self::shadow_denials), and gets no
+    /// `Retry-After`. This is how a new limit is rolled out: watch what it
+    /// would deny, then turn shadow mode off.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).shadow(true);
+    /// assert_eq!(layer.shadow_denials(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn shadow(self, shadow: bool) -> Self {
+        self.with(|shared| shared.shadow = shadow)
+    }
+
+    /// How many requests shadow mode let through that would otherwise have
+    /// been denied, across this layer, its clones and their services.
+    pub fn shadow_denials(&self) -> u64 {
+        self.shared.shadow_denials.load(Ordering::Relaxed)
+    }
+
+    /// Requests counted under any of these keys (as an extractor names
+    /// them, for example `ip:10.0.0.7` or an API key) are not limited at
+    /// all: no policy counts them and they get no rate-limit fields. For
+    /// internal callers, health checks and partners with their own terms.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ApiKey, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ApiKey::header("x-api-key")?)
+    ///     .exempt_keys([b"internal-batch-job".to_vec()]);
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn exempt_keys(self, keys: impl IntoIterator<Item = Vec<u8>>) -> Self {
+        let keys: HashSet<Vec<u8>> = keys.into_iter().collect();
+        self.with(|shared| shared.exempt = Arc::new(keys))
+    }
+
+    /// Builds the answer to a denied request (default:
+    /// [`Denial::problem`], a 429 with an RFC 9457 problem body). The
+    /// layer adds the rate-limit fields and `Retry-After` to whatever it
+    /// returns.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).on_denied(|denial| {
+    ///     let mut response = http::Response::new(format!("slow down ({})", denial.policy()));
+    ///     *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+    ///     response
+    /// });
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_denied(
+        self,
+        respond: impl Fn(&Denial) -> Response<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|shared| shared.on_denied = Some(Arc::new(respond)))
     }
 
     /// Adds `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
@@ -133,7 +328,7 @@ impl RateLimitLayer {
         self.with(|shared| shared.fields.legacy = legacy)
     }
 
-    /// What the quota counts, announced as `qu` (default
+    /// What the quota of the policy added last counts, announced as `qu` (default
     /// [`QuotaUnit::Requests`], announced by leaving `qu` out): for
     /// example [`QuotaUnit::ContentBytes`] when the [`cost`](Self::cost)
     /// of a request is its size.
@@ -158,10 +353,14 @@ impl RateLimitLayer {
     /// # }
     /// ```
     pub fn quota_unit(self, unit: QuotaUnit) -> Self {
-        self.with(|shared| shared.policy = shared.policy.clone().quota_unit(unit))
+        self.with(|shared| {
+            let member = shared.last();
+            member.policy = member.policy.clone().quota_unit(unit);
+        })
     }
 
-    /// Whether the fields carry `pk`, the keyed hash of the client's key
+    /// Whether the fields of the policy added last carry `pk`, the keyed
+    /// hash of the client's key
     /// (default: true, since the layer counts each client apart). Turn it
     /// off when the extractor names one key for everyone, a global limit.
     ///
@@ -182,7 +381,10 @@ impl RateLimitLayer {
     /// # }
     /// ```
     pub fn announce_partition_key(self, announce: bool) -> Self {
-        self.with(|shared| shared.policy = shared.policy.clone().per_client(announce))
+        self.with(|shared| {
+            let member = shared.last();
+            member.policy = member.policy.clone().per_client(announce);
+        })
     }
 
     /// The secret `pk` is keyed with (default: random, for this layer and
@@ -209,9 +411,40 @@ impl RateLimitLayer {
     }
 
     /// What a request without a key gets (default: rejected with the
-    /// extractor's [`missing`](KeyExtractor::missing) status).
+    /// extractor's [`missing`](KeyExtractor::missing) status, and on a 401
+    /// the extractor's [`challenge`](KeyExtractor::challenge) in
+    /// `WWW-Authenticate`: an [`ApiKey`](super::ApiKey) asks for its key).
     pub fn on_missing_key(self, missing: MissingKey) -> Self {
         self.with(|shared| shared.missing = Some(missing))
+    }
+
+    /// The answer to a request rejected for having no key, in place of
+    /// the bare status: for example a JSON error body, or a redirect to a
+    /// sign-in page. It does not change [`MissingKey::Allow`] or
+    /// [`MissingKey::Shared`], which let the request through.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{ApiKey, RateLimitLayer};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let layer = RateLimitLayer::new(limiter, ApiKey::header("x-api-key")?).missing_key_response(|_| {
+    ///     let mut response = http::Response::new(r#"{"error":"send your key in x-api-key"}"#.to_owned());
+    ///     *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+    ///     response.headers_mut().insert("www-authenticate", http::HeaderValue::from_static(r#"ApiKey header="x-api-key""#));
+    ///     response
+    /// });
+    /// # let _ = layer;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn missing_key_response(
+        self,
+        respond: impl Fn(&http::request::Parts) -> Response<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.with(|shared| shared.missing_response = Some(Arc::new(respond)))
     }
 
     /// The cost of each request (default 1). A cost of 0 is answered 500:
@@ -233,115 +466,6 @@ impl<S> Layer<S> for RateLimitLayer {
     type Service = RateLimit<S>;
 
     fn layer(&self, inner: S) -> RateLimit<S> {
-        RateLimit {
-            inner,
-            shared: self.shared.clone(),
-        }
+        RateLimit::new(inner, self.shared.clone())
     }
-}
-
-/// A service whose requests are rate limited by a [`RateLimitLayer`].
-#[derive(Clone)]
-pub struct RateLimit<S> {
-    inner: S,
-    shared: Arc<Shared>,
-}
-
-impl<S: std::fmt::Debug> std::fmt::Debug for RateLimit<S> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimit")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S>
-where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    ReqBody: Send + 'static,
-    ResBody: Default + Send + 'static,
-{
-    type Response = Response<ResBody>;
-    type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<ResBody>, S::Error>> + Send>>;
-
-    fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(context)
-    }
-
-    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The clone is not ready; the instance polled ready serves this call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let key = match shared.key.extract(&parts) {
-                Some(key) => key,
-                None => match &shared.missing {
-                    None => return Ok(status(shared.key.missing())),
-                    Some(MissingKey::Reject(code)) => return Ok(status(*code)),
-                    Some(MissingKey::Allow) => {
-                        return inner.call(Request::from_parts(parts, body)).await
-                    }
-                    Some(MissingKey::Shared(key)) => key.clone(),
-                },
-            };
-            let cost = shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-            let decision = match shared.limiter.check_n(&key, cost).await {
-                Ok(decision) => decision,
-                Err(error) => return Ok(failed(&error)),
-            };
-            let mut response = if decision.is_allowed() {
-                inner.call(Request::from_parts(parts, body)).await?
-            } else {
-                status(StatusCode::TOO_MANY_REQUESTS)
-            };
-            shared.annotate(response.headers_mut(), &key, &decision);
-            Ok(response)
-        })
-    }
-}
-
-impl Shared {
-    /// Writes the header fields for `decision` on client `key`, through
-    /// [`RateLimitFields::fields`] as for any number of policies.
-    fn annotate(&self, headers: &mut HeaderMap, key: &[u8], decision: &Decision) {
-        let policy = self.policy.with_quota(self.limiter.quota_for(key));
-        for (name, value) in self.fields.fields(&[(&policy, key, decision)]) {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::try_from(value),
-            ) {
-                headers.insert(name, value);
-            }
-        }
-    }
-}
-
-/// An empty response with `code`.
-fn status<B: Default>(code: StatusCode) -> Response<B> {
-    let mut response = Response::new(B::default());
-    *response.status_mut() = code;
-    response
-}
-
-/// The answer when the limiter gave an error instead of a decision.
-fn failed<B: Default>(error: &Error) -> Response<B> {
-    let code = match error {
-        Error::Store(_) | Error::DeadlineExceeded(_) | Error::Contention { .. } => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
-        Error::CostExceedsLimit { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    tracing::warn!(%error, status = code.as_u16(), "no rate-limit decision; answered without calling the service");
-    let mut response = status(code);
-    if code == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response
 }

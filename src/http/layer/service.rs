@@ -1,0 +1,239 @@
+//! The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around
+//! another: who the request counts as, the decision of every policy, and
+//! the answer with its header fields.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use ::http::request::Parts;
+use ::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use tower_service::Service;
+
+use super::denial::Denial;
+use super::{MissingKey, Shared};
+use crate::error::Error;
+use crate::http::KeyExtractor;
+use crate::limiter::PolicyDecisions;
+
+/// A service whose requests are rate limited by a
+/// [`RateLimitLayer`](super::RateLimitLayer).
+#[derive(Clone)]
+pub struct RateLimit<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S> RateLimit<S> {
+    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for RateLimit<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a request counts as, under each policy.
+enum Keys {
+    /// One key per policy, in order.
+    Each(Vec<Vec<u8>>),
+    /// Not limited: let it through without fields.
+    Unlimited,
+    /// Answered at once with this response.
+    Answer(Response<String>),
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    ReqBody: Send + 'static,
+    ResBody: From<String> + Send + 'static,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<ResBody>, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // The clone is not ready; the instance polled ready serves this call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            let keys = match shared.keys(&parts) {
+                Keys::Each(keys) => keys,
+                Keys::Unlimited => return inner.call(Request::from_parts(parts, body)).await,
+                Keys::Answer(response) => return Ok(response.map(ResBody::from)),
+            };
+            let cost = shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+            let slices: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let decided = match shared.policies.check_n(&slices, cost).await {
+                Ok(decided) => decided,
+                Err(error) => return Ok(failed(&error).map(ResBody::from)),
+            };
+            let deny = match decided.denied_by() {
+                Some(policy) if shared.shadow => {
+                    shared.shadow_denials.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(
+                        policy,
+                        "shadow mode: a request that would be denied goes on"
+                    );
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            };
+            let mut response = if deny {
+                shared.denial(&decided).map(ResBody::from)
+            } else {
+                inner.call(Request::from_parts(parts, body)).await?
+            };
+            shared.annotate(response.headers_mut(), &slices, &decided);
+            Ok(response)
+        })
+    }
+}
+
+impl Shared {
+    /// Who `parts` counts as under each policy, or why it is not counted.
+    fn keys(&self, parts: &Parts) -> Keys {
+        if self
+            .members
+            .iter()
+            .any(|member| member.key.is_exempt(parts))
+        {
+            return Keys::Unlimited;
+        }
+        let mut keys = Vec::with_capacity(self.members.len());
+        for member in &self.members {
+            match member.key.extract(parts) {
+                Some(key) => keys.push(key),
+                None => match &self.missing {
+                    None => return Keys::Answer(self.no_key(parts, &*member.key, None)),
+                    Some(MissingKey::Reject(code)) => {
+                        return Keys::Answer(self.no_key(parts, &*member.key, Some(*code)))
+                    }
+                    Some(MissingKey::Allow) => return Keys::Unlimited,
+                    Some(MissingKey::Shared(key)) => keys.push(key.clone()),
+                },
+            }
+        }
+        if keys.iter().any(|key| self.exempt.contains(key)) {
+            return Keys::Unlimited;
+        }
+        Keys::Each(keys)
+    }
+
+    /// The answer to a request `key` finds no key in: the layer's
+    /// [missing-key response](super::RateLimitLayer::missing_key_response)
+    /// if it has one, else `code` (default: the extractor's status), with
+    /// the extractor's `WWW-Authenticate` challenge on a 401.
+    fn no_key(
+        &self,
+        parts: &Parts,
+        key: &dyn KeyExtractor,
+        code: Option<StatusCode>,
+    ) -> Response<String> {
+        if let Some(respond) = &self.missing_response {
+            return respond(parts);
+        }
+        let code = code.unwrap_or_else(|| key.missing());
+        let mut response = status(code);
+        if code == StatusCode::UNAUTHORIZED {
+            if let Some(challenge) = key.challenge() {
+                response
+                    .headers_mut()
+                    .insert(http::header::WWW_AUTHENTICATE, challenge);
+            }
+        }
+        response
+    }
+
+    /// The answer to a request that `decided` denies.
+    fn denial(&self, decided: &PolicyDecisions) -> Response<String> {
+        let denial = Denial {
+            policy: decided.denied_by().unwrap_or_default().to_owned(),
+            retry_after: decided.retry_after().unwrap_or_default(),
+        };
+        match &self.on_denied {
+            Some(respond) => respond(&denial),
+            None => denial.problem(),
+        }
+    }
+
+    /// Writes the header fields of `decided` for the clients `keys`: every
+    /// policy that decided, and the ones after a denial announced in
+    /// `RateLimit-Policy` alone. In shadow mode, no `Retry-After`.
+    fn annotate(&self, headers: &mut HeaderMap, keys: &[&[u8]], decided: &PolicyDecisions) {
+        let policies: Vec<_> = self
+            .members
+            .iter()
+            .zip(keys)
+            .map(|(member, key)| {
+                (
+                    member.policy.with_quota(member.limiter.quota_for(key)),
+                    *key,
+                )
+            })
+            .collect();
+        let decisions: Vec<_> = decided.decisions().map(|(_, decision)| decision).collect();
+        let decided_entries: Vec<_> = policies
+            .iter()
+            .zip(&decisions)
+            .map(|((policy, key), decision)| (policy, *key, *decision))
+            .collect();
+        let announced: Vec<_> = policies[decisions.len()..]
+            .iter()
+            .map(|(policy, key)| (policy, *key))
+            .collect();
+        for (name, value) in self.fields.fields_announcing(&decided_entries, &announced) {
+            if self.shadow && name == "Retry-After" {
+                continue;
+            }
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::try_from(value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+    }
+}
+
+/// An empty response with `code`.
+fn status(code: StatusCode) -> Response<String> {
+    let mut response = Response::new(String::new());
+    *response.status_mut() = code;
+    response
+}
+
+/// The answer when the limiter gave an error instead of a decision.
+fn failed(error: &Error) -> Response<String> {
+    let code = match error {
+        Error::Store(_) | Error::DeadlineExceeded(_) | Error::Contention { .. } => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        Error::CostExceedsLimit { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    tracing::warn!(%error, status = code.as_u16(), "no rate-limit decision; answered without calling the service");
+    let mut response = status(code);
+    if code == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
