@@ -6,7 +6,8 @@ use ::http::request::Parts;
 use ::http::StatusCode;
 
 use super::networks::{canonical, Networks};
-use super::proxies::{ProxyHeader, TrustedProxies};
+use super::proxies::TrustedProxies;
+use super::proxy_header::ProxyHeader;
 use super::KeyExtractor;
 use crate::error::ConfigError;
 

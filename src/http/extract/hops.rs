@@ -15,7 +15,7 @@ use ::http::header::{GetAll, ValueIter};
 use ::http::{HeaderMap, HeaderValue};
 
 use super::forwarded::{element_for, parse_node, split_last_element};
-use super::proxies::ProxyHeader;
+use super::proxy_header::ProxyHeader;
 
 /// One entry: the address a proxy wrote, or `None` when it wrote none
 /// (`unknown`, an obfuscated identifier, or something that does not

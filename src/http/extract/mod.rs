@@ -16,6 +16,7 @@ mod header;
 mod hops;
 mod networks;
 mod proxies;
+mod proxy_header;
 
 #[cfg(test)]
 mod proptests;
@@ -30,7 +31,8 @@ use ::http::{HeaderValue, StatusCode};
 pub use self::api_key::ApiKey;
 pub use self::client_ip::ClientIp;
 pub use self::header::Header;
-pub use self::proxies::{ProxyHeader, TrustedProxies};
+pub use self::proxies::TrustedProxies;
+pub use self::proxy_header::ProxyHeader;
 
 /// Names the client of a request, from its head (method, URI, header
 /// fields, extensions). Closures `Fn(&Parts) -> Option<Vec<u8>>` are
