@@ -47,6 +47,9 @@ pub struct Target {
     plan: Option<String>,
 }
 
+/// The variable naming the servers, which `--servers` overrides.
+const SERVERS_VARIABLE: &str = "MEMCACHE_RATELIMIT_SERVERS";
+
 /// What to tell an operator who named no server.
 pub const NO_SERVERS: &str = "no memcached servers named, so nothing shared would be checked: \
 give --servers host:port[,host:port...], `servers = [...]` in the --config file, \
@@ -258,8 +261,18 @@ impl Target {
         spec.build(Arc::new(MemoryStore::new()))
             .map_err(|error| self.blame(error))?;
 
+        // `--servers` overrides MEMCACHE_RATELIMIT_SERVERS as any flag
+        // overrides its variable: the configuration is read again with
+        // them as that variable, and the library builds the store from it
+        // with the client settings (`[memcached]`).
         let memcached = match servers {
-            Some(servers) => Some(Arc::new(memcached(&config, servers).await?)),
+            Some(servers) => {
+                let flag = (SERVERS_VARIABLE.to_owned(), servers.join(","));
+                let vars = std::env::vars().chain(std::iter::once(flag));
+                Config::from_toml_with_env(&text, vars)?
+                    .memcached_store()
+                    .await?
+            }
             None => config.memcached_store().await?,
         };
         let store: Arc<dyn Store> = match (&memcached, embedded) {
@@ -278,29 +291,4 @@ impl Target {
             watched,
         })
     }
-}
-
-/// The memcached store on `servers`, with the configuration's client
-/// settings (`[memcached]`).
-async fn memcached(
-    config: &Config,
-    servers: Vec<String>,
-) -> Result<MemcachedStore, memcache_ratelimit::StoreError> {
-    let options = config.memcached();
-    let mut builder = MemcachedStore::builder()
-        .servers(servers)
-        .protocol(options.protocol);
-    if let Some(timeout) = options.connect_timeout {
-        builder = builder.connect_timeout(timeout);
-    }
-    if let Some(timeout) = options.io_timeout {
-        builder = builder.io_timeout(timeout);
-    }
-    if let Some(connections) = options.max_connections {
-        builder = builder.max_connections(connections);
-    }
-    if let Some(timeout) = options.drain_timeout {
-        builder = builder.drain_timeout(timeout);
-    }
-    builder.build().await
 }
