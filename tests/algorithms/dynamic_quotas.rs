@@ -30,15 +30,6 @@ const FREE: &str = "4/minute";
 const PRO: &str = "10/minute";
 const HOURLY: &str = "30/hour";
 
-const ALGORITHMS: [Algorithm; 6] = [
-    Algorithm::SlidingWindow { sub_windows: 4 },
-    Algorithm::FixedWindow,
-    Algorithm::TokenBucket { capacity: None },
-    Algorithm::Gcra { burst: None },
-    Algorithm::SlidingLog,
-    Algorithm::HybridQuota,
-];
-
 fn limiter(f: &Fixture, algorithm: Algorithm, plans: &Plans) -> DynamicLimiter {
     let free: Quota = FREE.parse().unwrap();
     let spec = LimiterSpec::new(algorithm, free)
@@ -67,7 +58,7 @@ async fn admitted(limiter: &DynamicLimiter, client: &[u8], n: u32) -> (u32, u64)
 #[tokio::test]
 async fn moving_a_client_between_plans_keeps_counts_or_starts_fresh_as_the_key_layout_says() {
     for f in fixtures().await {
-        for algorithm in ALGORITHMS {
+        for algorithm in Algorithm::ALL {
             let plans = Plans::default();
             let limiter = limiter(&f, algorithm, &plans);
             let client = unique_client("plan");

@@ -11,15 +11,6 @@ use memcache_ratelimit::{
     Algorithm, Error, FixedWindow, Limiter, LimiterSpec, Policies, Policy, RateLimiter,
 };
 
-const ALGORITHMS: [Algorithm; 6] = [
-    Algorithm::SlidingWindow { sub_windows: 4 },
-    Algorithm::FixedWindow,
-    Algorithm::TokenBucket { capacity: None },
-    Algorithm::Gcra { burst: None },
-    Algorithm::SlidingLog,
-    Algorithm::HybridQuota,
-];
-
 /// A per-address burst limit of 3 a second.
 fn burst(fixture: &Fixture) -> RateLimiter {
     fixture
@@ -51,7 +42,7 @@ async fn units_left(limiter: &RateLimiter, user: &[u8]) -> u64 {
 #[tokio::test]
 async fn requests_denied_by_the_burst_limit_do_not_spend_the_monthly_quota() {
     for fixture in fixtures().await {
-        for algorithm in ALGORITHMS {
+        for algorithm in Algorithm::ALL {
             for burst_first in [true, false] {
                 let case = format!("{} {algorithm} burst first: {burst_first}", fixture.name);
                 let (address, user) = (unique_client("ip"), unique_client("user"));

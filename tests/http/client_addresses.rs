@@ -4,49 +4,21 @@
 //! addresses, so one plays a trusted proxy (127.0.0.1) and another an
 //! untrusted client (127.0.0.2) that connects directly.
 
-use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
+use http::StatusCode;
 use memcache_ratelimit::http::{ClientIp, ProxyHeader, RateLimitLayer, TrustedProxies};
 use memcache_ratelimit::{FixedWindow, MemoryStore};
-use tower::{Layer, ServiceBuilder};
+
+use crate::server;
 
 /// Serves `hello` behind a 2-per-hour layer keyed by `key`, on loopback.
 async fn serve(key: ClientIp) -> (SocketAddr, tokio::task::JoinHandle<()>) {
     let limiter = FixedWindow::builder("2/hour".parse().unwrap(), Arc::new(MemoryStore::new()))
         .build()
         .unwrap();
-    let layer = RateLimitLayer::new(limiter, key);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        loop {
-            let Ok((stream, peer)) = listener.accept().await else {
-                return;
-            };
-            let hello = tower::service_fn(|_: Request<Incoming>| async {
-                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello"))))
-            });
-            let service = ServiceBuilder::new()
-                .map_request(move |mut request: Request<Incoming>| {
-                    request.extensions_mut().insert::<SocketAddr>(peer);
-                    request
-                })
-                .service(layer.layer(hello));
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)),
-            );
-        }
-    });
-    (address, server)
+    server::serve(RateLimitLayer::new(limiter, key)).await
 }
 
 /// A client whose connections come from `local` (a loopback address).

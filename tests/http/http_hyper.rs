@@ -2,19 +2,13 @@
 //! loopback, the peer address put in the request's extensions by the
 //! accept loop, and a real HTTP client.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
+use http::StatusCode;
 use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
 use memcache_ratelimit::{FixedWindow, MemoryStore};
-use tower::{Layer, ServiceBuilder};
+
+use crate::server::serve;
 
 #[tokio::test]
 async fn a_hyper_server_answers_429_with_the_fields() {
@@ -22,27 +16,7 @@ async fn a_hyper_server_answers_429_with_the_fields() {
         .build()
         .unwrap();
     let layer = RateLimitLayer::new(limiter, ClientIp::peer());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        loop {
-            let (stream, peer) = listener.accept().await.unwrap();
-            let hello = tower::service_fn(|_: Request<Incoming>| async {
-                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello"))))
-            });
-            // The peer address, where ClientIp::peer() reads it.
-            let service = ServiceBuilder::new()
-                .map_request(move |mut request: Request<Incoming>| {
-                    request.extensions_mut().insert::<SocketAddr>(peer);
-                    request
-                })
-                .service(layer.layer(hello));
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)),
-            );
-        }
-    });
+    let (address, server) = serve(layer).await;
     let client = reqwest::Client::new();
     let mut statuses = Vec::new();
     let mut last = None;

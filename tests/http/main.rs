@@ -15,3 +15,4 @@ mod layer_configuration;
 #[cfg(feature = "memcached")]
 mod policies_layer;
 mod ratelimit_fields;
+mod server;

@@ -3,48 +3,16 @@
 //! per-user monthly quota, all or nothing; shadow mode; exemptions; the
 //! denial hook.
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use http::{Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use memcache_ratelimit::http::{ApiKey, ClientIp, KeyExtractor, RateLimitLayer};
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{FixedWindow, MemcachedStore, RateLimiter, SlidingWindow};
-use tower::{Layer, ServiceBuilder};
+use memcache_ratelimit::{FixedWindow, RateLimiter, SlidingWindow};
 
-use crate::common::memcached::Memcached;
-
-/// Serves `layer` around a "hello" service on loopback; returns the
-/// address and the server's task.
-async fn serve(layer: RateLimitLayer) -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        loop {
-            let (stream, peer) = listener.accept().await.unwrap();
-            let hello = tower::service_fn(|_: Request<Incoming>| async {
-                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello"))))
-            });
-            let service = ServiceBuilder::new()
-                .map_request(move |mut request: Request<Incoming>| {
-                    request.extensions_mut().insert::<SocketAddr>(peer);
-                    request
-                })
-                .service(layer.layer(hello));
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)),
-            );
-        }
-    });
-    (address, server)
-}
+use crate::common;
+use crate::server::serve;
 
 /// The three policies, each in its own namespace on `store`; the monthly
 /// limiter is returned too, to read what it counted.
@@ -110,6 +78,14 @@ fn show(response: &reqwest::Response) {
     }
 }
 
+/// Asserts that the list field `value` has a member for each of the three
+/// policies, with the parameter `param`.
+fn assert_names_the_three(value: &str, param: &str) {
+    for name in ["per-ip-burst", "per-user-hour", "per-user-month"] {
+        assert!(value.contains(&format!("\"{name}\";{param}=")), "{value}");
+    }
+}
+
 fn field<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
     response
         .headers()
@@ -119,26 +95,15 @@ fn field<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
 
 #[tokio::test]
 async fn requests_denied_by_the_burst_limit_do_not_spend_the_monthly_quota() {
-    let memcached = Memcached::start();
-    let store: Arc<dyn Store> = Arc::new(
-        MemcachedStore::connect([memcached.address()])
-            .await
-            .unwrap(),
-    );
-    let (layer, monthly) = three_policies(store);
+    let memcached = common::memcached().await;
+    let (layer, monthly) = three_policies(memcached.store.clone());
     let (address, server) = serve(layer).await;
     let mut statuses = Vec::new();
     for i in 0..8 {
         let response = get(address, "alice-token").await;
         if i == 0 {
             show(&response);
-            let limit_field = field(&response, "ratelimit");
-            for name in ["per-ip-burst", "per-user-hour", "per-user-month"] {
-                assert!(
-                    limit_field.contains(&format!("\"{name}\";r=")),
-                    "{limit_field}"
-                );
-            }
+            assert_names_the_three(field(&response, "ratelimit"), "r");
         }
         statuses.push(response.status());
         if response.status() == StatusCode::TOO_MANY_REQUESTS {
@@ -158,26 +123,8 @@ async fn requests_denied_by_the_burst_limit_do_not_spend_the_monthly_quota() {
 
     // The fields of one denied request under the three policies.
     let denied = get(address, "alice-token").await;
-    println!(
-        "{} {}",
-        denied.status().as_u16(),
-        denied.status().canonical_reason().unwrap_or("")
-    );
-    for name in [
-        "ratelimit-policy",
-        "ratelimit",
-        "retry-after",
-        "content-type",
-    ] {
-        println!("{name}: {}", field(&denied, name));
-    }
-    let policy_field = field(&denied, "ratelimit-policy");
-    for name in ["per-ip-burst", "per-user-hour", "per-user-month"] {
-        assert!(
-            policy_field.contains(&format!("\"{name}\";q=")),
-            "{policy_field}"
-        );
-    }
+    show(&denied);
+    assert_names_the_three(field(&denied, "ratelimit-policy"), "q");
     let limit_field = field(&denied, "ratelimit");
     assert!(
         limit_field.starts_with(r#""per-ip-burst";r=0;t="#),
@@ -189,13 +136,8 @@ async fn requests_denied_by_the_burst_limit_do_not_spend_the_monthly_quota() {
 
 #[tokio::test]
 async fn shadow_mode_decides_and_announces_but_never_denies() {
-    let memcached = Memcached::start();
-    let store: Arc<dyn Store> = Arc::new(
-        MemcachedStore::connect([memcached.address()])
-            .await
-            .unwrap(),
-    );
-    let (layer, _) = three_policies(store);
+    let memcached = common::memcached().await;
+    let (layer, _) = three_policies(memcached.store.clone());
     let layer = layer.shadow(true);
     let (address, server) = serve(layer.clone()).await;
     for _ in 0..5 {
@@ -210,13 +152,8 @@ async fn shadow_mode_decides_and_announces_but_never_denies() {
 
 #[tokio::test]
 async fn exempt_keys_are_not_limited_and_the_denial_hook_answers() {
-    let memcached = Memcached::start();
-    let store: Arc<dyn Store> = Arc::new(
-        MemcachedStore::connect([memcached.address()])
-            .await
-            .unwrap(),
-    );
-    let (layer, _) = three_policies(store);
+    let memcached = common::memcached().await;
+    let (layer, _) = three_policies(memcached.store.clone());
     let layer = layer
         .exempt_keys([bearer_key("internal-token")])
         .on_denied(|denial| {
@@ -243,13 +180,8 @@ async fn exempt_keys_are_not_limited_and_the_denial_hook_answers() {
 
 #[tokio::test]
 async fn a_missing_api_key_is_asked_for_and_exempt_networks_pass() {
-    let memcached = Memcached::start();
-    let store: Arc<dyn Store> = Arc::new(
-        MemcachedStore::connect([memcached.address()])
-            .await
-            .unwrap(),
-    );
-    let (layer, _) = three_policies(store.clone());
+    let memcached = common::memcached().await;
+    let (layer, _) = three_policies(memcached.store.clone());
     let (address, server) = serve(layer).await;
     let response = reqwest::get(format!("http://{address}/")).await.unwrap();
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
@@ -258,7 +190,7 @@ async fn a_missing_api_key_is_asked_for_and_exempt_networks_pass() {
 
     // A response of the user's own, and loopback exempt from the burst
     // limit's extractor: the whole request goes unlimited.
-    let (layer, _) = three_policies(store.clone());
+    let (layer, _) = three_policies(memcached.store.clone());
     let layer = layer.missing_key_response(|_| {
         let mut response = Response::new("send a key".to_owned());
         *response.status_mut() = StatusCode::FORBIDDEN;
@@ -270,7 +202,7 @@ async fn a_missing_api_key_is_asked_for_and_exempt_networks_pass() {
     assert_eq!(response.text().await.unwrap(), "send a key");
     server.abort();
 
-    let burst = FixedWindow::builder("1/hour".parse().unwrap(), store)
+    let burst = FixedWindow::builder("1/hour".parse().unwrap(), memcached.store.clone())
         .namespace("exempt-burst")
         .build()
         .unwrap();

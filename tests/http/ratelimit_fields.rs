@@ -8,19 +8,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
 use memcache_ratelimit::http::{
     ClientIp, Header, HeaderPolicy, KeyExtractor, PartitionKeySecret, QuotaUnit, RateLimitFields,
     RateLimitLayer,
 };
 use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore, RateLimiter};
 use sfv::{List, ListEntry, Parameters, Parser};
-use tower::{Layer, ServiceBuilder, ServiceExt};
+use tower::{Layer, ServiceExt};
+
+use crate::server::serve;
 
 /// 10:00:15 on some day: a quarter into a minute.
 const NOW: i64 = 1_700_000_000 - 1_700_000_000 % 3600 + 15;
@@ -210,28 +207,7 @@ async fn a_hyper_server_sends_fields_that_parse() {
     .policy_name("per-ip")
     .unwrap()
     .partition_key_secret(secret());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let server = tokio::spawn(async move {
-        loop {
-            let Ok((stream, peer)) = listener.accept().await else {
-                return;
-            };
-            let hello = tower::service_fn(|_: Request<Incoming>| async {
-                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"hello"))))
-            });
-            let service = ServiceBuilder::new()
-                .map_request(move |mut request: Request<Incoming>| {
-                    request.extensions_mut().insert::<SocketAddr>(peer);
-                    request
-                })
-                .service(layer.layer(hello));
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)),
-            );
-        }
-    });
+    let (address, server) = serve(layer).await;
     let client = reqwest::Client::new();
     let url = format!("http://{address}/");
     let allowed = client.get(&url).send().await.unwrap();

@@ -3,33 +3,17 @@
 //! combined in one group with the key's requests.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::core::CasCore;
 use super::optimistic::CasLimiter;
-use super::policy::CasPolicy;
-use super::tests::Waiting;
+use super::tests::{limiter_on, Waiting};
 use super::{gcra, hybrid_quota, sliding_log, token_bucket};
-use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::error::Error;
 use crate::store::Store;
 use crate::MemoryStore;
 
 /// A fixed time, so nothing refills between the steps of a test.
 const NOW: i64 = 1_800_000_000_000_000_000;
-
-fn limiter_on<C: CasCore>(store: Arc<dyn Store>, core: C) -> Arc<CasLimiter<C>> {
-    let settings = Settings {
-        quota: "10/minute".parse().unwrap(),
-        store,
-        keys: crate::key::KeySpace::default(),
-        deadline: Duration::from_secs(10),
-        denied: DeniedRequests::Refunded,
-        max_clock_skew: Duration::from_secs(1),
-        repairs: Arc::default(),
-    };
-    Arc::new(CasLimiter::new(settings, core, CasPolicy::default()))
-}
 
 /// A check, or a refund, of a cost.
 #[derive(Debug, Clone, Copy)]

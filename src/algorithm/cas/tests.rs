@@ -130,7 +130,8 @@ impl Store for Waiting {
     }
 }
 
-fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
+/// `core` on `store`, at 10 a minute, denied requests refunded.
+pub(super) fn limiter_on<C: CasCore>(store: Arc<dyn Store>, core: C) -> Arc<CasLimiter<C>> {
     let settings = Settings {
         quota: "10/minute".parse().unwrap(),
         store,
@@ -140,16 +141,12 @@ fn limiter_on(store: Arc<dyn Store>, limit: u64) -> Arc<CasLimiter<Count>> {
         max_clock_skew: Duration::from_secs(1),
         repairs: Arc::default(),
     };
-    Arc::new(CasLimiter::new(
-        settings,
-        Count { limit },
-        CasPolicy::default(),
-    ))
+    Arc::new(CasLimiter::new(settings, core, CasPolicy::default()))
 }
 
 /// On a store that waits like memcached.
 fn limiter(limit: u64) -> Arc<CasLimiter<Count>> {
-    limiter_on(Arc::new(Waiting::default()), limit)
+    limiter_on(Arc::new(Waiting::default()), Count { limit })
 }
 
 fn keys_in_flight(limiter: &CasLimiter<Count>) -> usize {
@@ -213,7 +210,7 @@ async fn a_store_without_the_synchronous_path_is_served_by_the_keys_task() {
     // Answers at once, but through the asynchronous calls only.
     let store = crate::store::CountingStore::new(MemoryStore::new());
     assert!(store.immediate().is_none());
-    let limiter = limiter_on(Arc::new(store), 10);
+    let limiter = limiter_on(Arc::new(store), Count { limit: 10 });
     for remaining in [9, 8, 7] {
         let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
         assert_eq!(decision.remaining(), remaining);
@@ -236,7 +233,7 @@ async fn a_store_without_the_synchronous_path_is_served_by_the_keys_task() {
 #[tokio::test]
 async fn an_immediate_store_is_decided_in_one_atomic_step() {
     let store = Arc::new(MemoryStore::new());
-    let limiter = limiter_on(store.clone(), 10);
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
     let noop = std::task::Waker::noop();
     let mut context = std::task::Context::from_waker(noop);
     for remaining in [9, 8, 7] {
