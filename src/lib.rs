@@ -185,3 +185,28 @@ pub use store::MemoryStore;
 #[cfg(all(doctest, feature = "memcached"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/getting-started.md`, as doc tests.
+#[cfg(all(doctest, feature = "memcached"))]
+#[doc = include_str!("../docs/getting-started.md")]
+pub struct GettingStartedDoctests;
+
+/// The examples of `docs/algorithms.md`, as doc tests.
+#[cfg(all(doctest, feature = "memcached"))]
+#[doc = include_str!("../docs/algorithms.md")]
+pub struct AlgorithmsDoctests;
+
+/// The examples of `docs/memcached.md`, as doc tests.
+#[cfg(all(doctest, feature = "memcached"))]
+#[doc = include_str!("../docs/memcached.md")]
+pub struct MemcachedDoctests;
+
+/// The examples of `docs/configuration.md`, as doc tests.
+#[cfg(all(doctest, feature = "config", feature = "memcached"))]
+#[doc = include_str!("../docs/configuration.md")]
+pub struct ConfigurationDoctests;
+
+/// The examples of `docs/http.md`, as doc tests.
+#[cfg(all(doctest, feature = "axum", feature = "memcached"))]
+#[doc = include_str!("../docs/http.md")]
+pub struct HttpDoctests;

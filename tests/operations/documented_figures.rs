@@ -1,5 +1,6 @@
-//! The figures the README gives for defaults and bounds are the ones the
-//! code uses: a changed default fails here until the README says it too.
+//! The figures the documentation gives for defaults and bounds are the
+//! ones the code uses: a changed default fails here until the page that
+//! states it says it too.
 
 use std::time::Duration;
 
@@ -11,7 +12,12 @@ use memcache_ratelimit::quota::MAX_PERIOD;
 use memcache_ratelimit::quota::MIN_PERIOD;
 use memcache_ratelimit::store::{MemcachedStore, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 
-const README: &str = include_str!("../../README.md");
+/// The pages that state defaults and bounds.
+const README: &str = concat!(
+    include_str!("../../docs/getting-started.md"),
+    include_str!("../../docs/memcached.md"),
+    include_str!("../../docs/algorithms.md"),
+);
 
 /// The README with line breaks and repeated spaces folded, so a phrase
 /// is found wherever the text wraps.
@@ -22,7 +28,7 @@ fn readme() -> String {
 fn says(phrase: &str) {
     assert!(
         readme().contains(phrase),
-        "the README does not say {phrase:?}"
+        "the documentation does not say {phrase:?}"
     );
 }
 
