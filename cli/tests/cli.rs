@@ -13,6 +13,21 @@ fn cli(args: &[&str]) -> Output {
         .expect("the CLI runs")
 }
 
+/// The flags of a 3/minute sliding window of 6 sub-windows on the
+/// memcached at `address`, in `namespace`.
+fn sliding_target<'a>(address: &'a str, namespace: &'a str) -> [&'a str; 8] {
+    [
+        "--servers",
+        address,
+        "--quota",
+        "3/minute",
+        "--sub-windows",
+        "6",
+        "--namespace",
+        namespace,
+    ]
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -21,16 +36,7 @@ fn stdout(output: &Output) -> String {
 fn check_scripts_decisions_and_inspect_shows_what_they_counted() {
     let server = Memcached::start();
     let address = server.address();
-    let target = [
-        "--servers",
-        address.as_str(),
-        "--quota",
-        "3/minute",
-        "--sub-windows",
-        "6",
-        "--namespace",
-        "cli",
-    ];
+    let target = sliding_target(&address, "cli");
     let run = |command: &str, extra: &[&str]| {
         let mut args = vec![command];
         args.extend_from_slice(&target);
@@ -331,16 +337,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 fn inspect_shows_each_bucket_of_a_sliding_window_for_people_and_scripts() {
     let server = Memcached::start();
     let address = server.address();
-    let target = [
-        "--servers",
-        address.as_str(),
-        "--quota",
-        "3/minute",
-        "--sub-windows",
-        "6",
-        "--namespace",
-        "buckets",
-    ];
+    let target = sliding_target(&address, "buckets");
     let with = |command: &'static str, extra: &[&'static str]| {
         let mut args = vec![command];
         args.extend_from_slice(&target);
