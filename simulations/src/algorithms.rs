@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use memcache_ratelimit::limiter::DeniedRequests;
 use memcache_ratelimit::store::Store;
 pub use memcache_ratelimit::Algorithm;
 use memcache_ratelimit::Limiter;
@@ -126,7 +127,8 @@ pub fn all() -> Vec<Algorithm> {
 /// The library's [`Algorithm`] as the simulations name and build it. Every
 /// one runs with the library's defaults (denied requests refunded, the
 /// sliding window's sealed-bucket cache on, clock skew allowance 1 s),
-/// except the deadline, which is [`DEADLINE`].
+/// except the deadline, which is [`DEADLINE`], and, for the strict-mode
+/// comparison, what denied requests cost ([`DeniedRequests::Counted`]).
 pub trait Simulated: Copy {
     /// A short identifier for file names and CSV rows: `fixed`,
     /// `sliding-4`, `token-bucket`, `gcra`, `sliding-log`, `hybrid-quota`.
@@ -136,8 +138,15 @@ pub trait Simulated: Copy {
     fn label(self) -> String;
 
     /// The limiter's description: `quota`, read on `clock`, with the
-    /// sealed-bucket cache at the library's default size or off.
-    fn spec(self, quota: Quota, clock: ManualClock, sealed: bool) -> LimiterSpec;
+    /// sealed-bucket cache at the library's default size or off, denied
+    /// requests costing as `denied` says.
+    fn spec(
+        self,
+        quota: Quota,
+        clock: ManualClock,
+        sealed: bool,
+        denied: DeniedRequests,
+    ) -> LimiterSpec;
 
     /// Builds the limiter on `store`, reading `clock`, with the library's
     /// default caches.
@@ -159,7 +168,22 @@ pub trait Simulated: Copy {
         clock: ManualClock,
         caches: Caches,
     ) -> Result<Box<dyn Limiter>, ConfigError> {
-        let limiter = self.spec(quota, clock, caches.sealed).build(store)?;
+        self.build_mode(quota, store, clock, caches, DeniedRequests::Refunded)
+    }
+
+    /// Builds the limiter as [`build_with`](Simulated::build_with) does,
+    /// with denied requests costing as `denied` says.
+    fn build_mode(
+        self,
+        quota: Quota,
+        store: Arc<dyn Store>,
+        clock: ManualClock,
+        caches: Caches,
+        denied: DeniedRequests,
+    ) -> Result<Box<dyn Limiter>, ConfigError> {
+        let limiter = self
+            .spec(quota, clock, caches.sealed, denied)
+            .build(store)?;
         Ok(if caches.deny {
             Box::new(DenyCache::new(limiter, DENY_CACHE_CAPACITY))
         } else {
@@ -193,10 +217,17 @@ impl Simulated for Algorithm {
         names(self).1
     }
 
-    fn spec(self, quota: Quota, clock: ManualClock, sealed: bool) -> LimiterSpec {
+    fn spec(
+        self,
+        quota: Quota,
+        clock: ManualClock,
+        sealed: bool,
+        denied: DeniedRequests,
+    ) -> LimiterSpec {
         let spec = LimiterSpec::new(self, quota)
             .clock(clock)
-            .deadline(DEADLINE);
+            .deadline(DEADLINE)
+            .denied_requests(denied);
         // Off is capacity 0; on keeps the library's default size.
         if sealed {
             spec

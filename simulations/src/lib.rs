@@ -10,6 +10,8 @@
 //! - [`oracle`]: the exact sliding window;
 //! - [`runner`]: one algorithm on one workload, decision by decision;
 //! - [`metrics`]: what is measured, as defined in `simulations/README.md`;
+//! - [`strict`]: Cloudflare's measure, each algorithm in strict mode
+//!   against the exact count of every request sent;
 //! - [`suite`]: every algorithm on every workload, and the caches
 //!   comparison, over a few threads;
 //! - [`report`]: the markdown tables and the CSV files;
@@ -25,6 +27,7 @@ pub mod oracle;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod strict;
 pub mod suite;
 pub mod trace;
 pub mod traffic;

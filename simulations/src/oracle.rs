@@ -1,5 +1,6 @@
 //! The exact sliding window: the ground truth every decision is judged
-//! against.
+//! against, over what an algorithm admitted ([`ExactWindows`],
+//! [`ExactLimiter`]) or over every request sent ([`ExactCounts`]).
 //!
 //! Times are nanoseconds since the start of a run, in true time. The window
 //! of a request at `t` is `(t − period, t]`.
@@ -97,6 +98,35 @@ impl ExactLimiter {
     }
 }
 
+/// The exact count of every request sent, admitted or not: for each
+/// client, the cost of all its requests in `(t − period, t]`. This is the
+/// reference of the strict-mode comparison ([`crate::strict`]): it depends
+/// only on the requests offered, never on any decision, so the algorithm
+/// under test and the reference see the same input and never drift apart.
+#[derive(Debug, Clone)]
+pub struct ExactCounts {
+    windows: ExactWindows,
+}
+
+impl ExactCounts {
+    /// Empty counts of `period` for clients `0..clients`.
+    pub fn new(clients: usize, period: Duration) -> Self {
+        Self {
+            windows: ExactWindows::new(clients, period),
+        }
+    }
+
+    /// Records the request of `cost` from `client` at `now` and returns the
+    /// cost of all of `client`'s requests in `(now − period, now]`, this
+    /// one included. Calls must come in time order.
+    pub fn offer(&mut self, client: usize, now: u64, cost: u64) -> u64 {
+        let window = self.windows.client(client);
+        let before = window.count(now);
+        window.admit(now, cost);
+        before + cost
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +153,15 @@ mod tests {
         assert!(exact.check(0, 60 * S, 1), "the first admission slid out");
         assert!(!exact.check(0, 61 * S, 2));
         assert!(exact.check(0, 130 * S, 2));
+    }
+
+    #[test]
+    fn the_counts_include_every_request() {
+        let mut counts = ExactCounts::new(2, Duration::from_secs(60));
+        assert_eq!(counts.offer(0, 0, 1), 1);
+        assert_eq!(counts.offer(0, 10 * S, 1), 2);
+        assert_eq!(counts.offer(1, 10 * S, 3), 3, "clients are apart");
+        assert_eq!(counts.offer(0, 60 * S, 1), 2, "(0, 60 s] no longer holds 0");
+        assert_eq!(counts.offer(0, 200 * S, 1), 1);
     }
 }

@@ -10,9 +10,10 @@ use memcache_ratelimit::store::{CountingStore, MemoryStore};
 use memcache_ratelimit::Limiter;
 use memcache_ratelimit::ManualClock;
 
-use crate::algorithms::{Algorithm, Caches, Simulated};
+use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated};
 use crate::metrics::{Metrics, Observation, Tally};
-use crate::oracle::{ExactLimiter, ExactWindows};
+use crate::oracle::{ExactCounts, ExactLimiter, ExactWindows};
+use crate::strict::{StrictMetrics, StrictObservation, StrictTally};
 use crate::trace::TracePoint;
 use crate::workload::{Workload, START_UNIX_SECS};
 
@@ -30,6 +31,12 @@ const PROGRESS_EVERY: u64 = 4096;
 pub struct Outcome {
     /// The metrics over the whole run.
     pub metrics: Metrics,
+    /// In strict mode ([`DeniedRequests::Counted`]), Cloudflare's measure:
+    /// every decision against the exact count of all requests
+    /// ([`crate::strict`]). `None` in the default mode, where denied
+    /// requests are refunded and that count is not what the algorithm
+    /// approximates.
+    pub strict: Option<StrictMetrics>,
     /// The traced client's decisions, if the workload traces one.
     pub trace: Vec<TracePoint>,
 }
@@ -44,16 +51,37 @@ pub fn run(
     run_with(workload, algorithm, Caches::DEFAULT, progress)
 }
 
-/// Replays `workload` through `algorithm` with `caches`: one `MemoryStore`
-/// (wrapped in a `CountingStore`) on a `ManualClock` at true time, and one
-/// limiter per node, each built on its own `ManualClock` set to true time
-/// plus the node's skew, so each node has its own in-process caches, as
-/// separate processes would. `progress` is called with the number of
-/// requests done, now and then.
+/// Replays `workload` through `algorithm` with `caches`, denied requests
+/// refunded (the library's default): see [`run_mode`].
 pub fn run_with(
     workload: &Workload,
     algorithm: Algorithm,
     caches: Caches,
+    progress: &dyn Fn(u64),
+) -> Result<Outcome, RunError> {
+    run_mode(
+        workload,
+        algorithm,
+        caches,
+        DeniedRequests::Refunded,
+        progress,
+    )
+}
+
+/// Replays `workload` through `algorithm` with `caches`, denied requests
+/// costing as `denied` says: one `MemoryStore` (wrapped in a
+/// `CountingStore`) on a `ManualClock` at true time, and one limiter per
+/// node, each built on its own `ManualClock` set to true time plus the
+/// node's skew, so each node has its own in-process caches, as separate
+/// processes would. In strict mode ([`DeniedRequests::Counted`]) each
+/// decision is also compared with the exact count of all requests
+/// ([`Outcome::strict`]). `progress` is called with the number of requests
+/// done, now and then.
+pub fn run_mode(
+    workload: &Workload,
+    algorithm: Algorithm,
+    caches: Caches,
+    denied: DeniedRequests,
     progress: &dyn Fn(u64),
 ) -> Result<Outcome, RunError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -70,7 +98,8 @@ pub fn run_with(
             let clock = ManualClock::new(start + skew);
             // A new limiter per node: its sealed-bucket cache and its deny
             // cache are its own.
-            let limiter = algorithm.build_with(quota, store.clone(), clock.clone(), caches)?;
+            let limiter =
+                algorithm.build_mode(quota, store.clone(), clock.clone(), caches, denied)?;
             nodes.push((clock, skew, limiter));
         }
         let clients = workload.clients as usize;
@@ -80,6 +109,13 @@ pub fn run_with(
         let mut own = ExactWindows::new(clients, quota.period());
         let mut reference = ExactLimiter::new(quota.limit(), quota.period(), clients);
         let mut tally = Tally::new(quota.limit());
+        let strict = denied == DeniedRequests::Counted;
+        let mut all = strict.then(|| {
+            (
+                ExactCounts::new(clients, quota.period()),
+                StrictTally::new(quota.limit(), clients),
+            )
+        });
         let period = workload.period();
         let mut sampler = KeySampler::new(clients, period, period / KEY_SAMPLES_PER_PERIOD);
         let mut trace = Vec::new();
@@ -112,6 +148,14 @@ pub fn run_with(
                 exact,
             };
             tally.record(observation);
+            if let Some((counts, strict)) = &mut all {
+                strict.record(StrictObservation {
+                    client,
+                    allowed: observation.allowed,
+                    estimate: observation.estimate,
+                    exact: counts.offer(client, request.at, request.cost),
+                });
+            }
             if let Some(traced) = workload.trace {
                 if traced.client == request.client && request.at <= traced.until {
                     trace.push(TracePoint {
@@ -129,6 +173,7 @@ pub fn run_with(
         progress(workload.requests.len() as u64 % PROGRESS_EVERY);
         Ok::<_, RunError>(Outcome {
             metrics: tally.finish(store.calls()),
+            strict: all.map(|(_, strict)| strict.finish()),
             trace,
         })
     })

@@ -1,9 +1,10 @@
-//! Every algorithm on every workload, run in parallel over a few threads.
+//! Every algorithm on every workload, in the library's default mode and in
+//! strict mode, run in parallel over a few threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::algorithms::{Algorithm, Caches, Simulated};
+use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated};
 use crate::runner::{self, Outcome, RunError};
 use crate::workload::Workload;
 
@@ -27,7 +28,8 @@ pub const CACHES_ALGORITHMS: [Algorithm; 4] = [
     Algorithm::TokenBucket { capacity: None },
 ];
 
-/// One algorithm on one workload, with some in-process caches.
+/// One algorithm on one workload, with some in-process caches, denied
+/// requests refunded or counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Job {
     /// Index into the workloads.
@@ -37,23 +39,46 @@ pub struct Job {
     /// The caches, as far as the algorithm has them
     /// ([`Caches::for_algorithm`]).
     pub caches: Caches,
+    /// What a denied request costs: refunded (the library's default) or
+    /// counted (strict mode, for Cloudflare's measure).
+    pub denied: DeniedRequests,
 }
 
 impl Job {
     /// `algorithm` on workload `workload` with `caches`, as far as the
-    /// algorithm has them.
+    /// algorithm has them, denied requests refunded.
     pub fn new(workload: usize, algorithm: Algorithm, caches: Caches) -> Self {
         Self {
             workload,
             algorithm,
             caches: caches.for_algorithm(algorithm),
+            denied: DeniedRequests::Refunded,
         }
     }
 
-    /// Whether this job runs with the library's default caches, as the
-    /// main tables do.
-    pub fn is_main(&self) -> bool {
+    /// `algorithm` on workload `workload` in strict mode, with the
+    /// library's default caches: the run Cloudflare's measure is taken on.
+    pub fn strict(workload: usize, algorithm: Algorithm) -> Self {
+        Self {
+            denied: DeniedRequests::Counted,
+            ..Self::new(workload, algorithm, Caches::DEFAULT)
+        }
+    }
+
+    fn default_caches(&self) -> bool {
         self.caches == Caches::DEFAULT.for_algorithm(self.algorithm)
+    }
+
+    /// Whether this job runs with the library's defaults (caches, denied
+    /// requests refunded), as the main tables do.
+    pub fn is_main(&self) -> bool {
+        self.default_caches() && self.denied == DeniedRequests::Refunded
+    }
+
+    /// Whether this job is the strict-mode run of the main tables
+    /// ([`Job::strict`]).
+    pub fn is_strict(&self) -> bool {
+        self.default_caches() && self.denied == DeniedRequests::Counted
     }
 }
 
@@ -67,15 +92,21 @@ pub struct Row {
 }
 
 /// Every algorithm on every workload, workload by workload, with the
-/// library's default caches.
+/// library's default caches: first with denied requests refunded (the
+/// library's default), then in strict mode ([`Job::strict`]).
 pub fn jobs(workloads: &[Workload], algorithms: &[Algorithm]) -> Vec<Job> {
-    (0..workloads.len())
-        .flat_map(|workload| {
-            algorithms
-                .iter()
-                .map(move |&algorithm| Job::new(workload, algorithm, Caches::DEFAULT))
+    let mode = |strict: bool| {
+        (0..workloads.len()).flat_map(move |workload| {
+            algorithms.iter().map(move |&algorithm| {
+                if strict {
+                    Job::strict(workload, algorithm)
+                } else {
+                    Job::new(workload, algorithm, Caches::DEFAULT)
+                }
+            })
         })
-        .collect()
+    };
+    mode(false).chain(mode(true)).collect()
 }
 
 /// The caches comparison: each of [`CACHES_ALGORITHMS`] on each of
@@ -133,10 +164,11 @@ pub fn run(
             scope.spawn(|| {
                 while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
                     let job = jobs[index];
-                    let outcome = runner::run_with(
+                    let outcome = runner::run_mode(
                         &workloads[job.workload],
                         job.algorithm,
                         job.caches,
+                        job.denied,
                         progress,
                     );
                     let failed = outcome.is_err();
@@ -156,9 +188,10 @@ pub fn run(
             Some(Ok(outcome)) => rows.push(Row { job: *job, outcome }),
             Some(Err(error)) => {
                 return Err(format!(
-                    "{} (caches: {}) on {}: {error}",
+                    "{} (caches: {}, denied requests {:?}) on {}: {error}",
                     job.algorithm.label(),
                     job.caches,
+                    job.denied,
                     workloads[job.workload].id
                 )
                 .into())

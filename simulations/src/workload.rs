@@ -59,6 +59,9 @@ pub struct Workload {
     pub skews: Vec<i64>,
     /// The requests, in time order.
     pub requests: Vec<Request>,
+    /// How long the workload lasts, in nanoseconds: every request is in
+    /// `[0, length)`.
+    pub length: u64,
     /// For a steady single client: its rate as a multiple of the limit.
     pub steady_factor: Option<f64>,
     /// The client whose decisions are recorded for the figures, if any.
@@ -66,8 +69,15 @@ pub struct Workload {
 }
 
 impl Workload {
-    fn new(id: String, title: String, clients: u32, mut requests: Vec<Request>) -> Self {
+    fn new(
+        id: String,
+        title: String,
+        clients: u32,
+        length: u64,
+        mut requests: Vec<Request>,
+    ) -> Self {
         requests.sort_by_key(|r| r.at);
+        debug_assert!(requests.iter().all(|r| r.at < length));
         Self {
             id,
             title,
@@ -75,6 +85,7 @@ impl Workload {
             clients,
             skews: vec![0],
             requests,
+            length,
             steady_factor: None,
             trace: None,
         }
@@ -147,7 +158,7 @@ pub fn poisson(seed: u64, factor: f64, clients: u32, length_min: u64) -> Workloa
         .collect();
     let title =
         format!("Poisson: {clients} clients, each at {factor}× the limit, {length_min} min");
-    let mut workload = Workload::new(id, title, clients, requests);
+    let mut workload = Workload::new(id, title, clients, minutes(length_min), requests);
     workload.trace = Some(Trace {
         client: 0,
         until: minutes(5).min(minutes(length_min)),
@@ -167,6 +178,7 @@ pub fn steady(factor: f64, length_min: u64) -> Workload {
         format!("steady-{factor}x"),
         format!("Steady: one client at {factor}× the limit, evenly spaced, {length_min} min"),
         1,
+        minutes(length_min),
         requests,
     );
     workload.steady_factor = Some(factor);
@@ -203,7 +215,7 @@ pub fn on_off(
     let title = format!(
         "On/off: {clients} clients, {on_s} s at {factor}× the limit then {off_s} s off, {length_min} min"
     );
-    Workload::new(id, title, clients, requests)
+    Workload::new(id, title, clients, minutes(length_min), requests)
 }
 
 /// One client spending the whole limit in the second before a minute
@@ -220,6 +232,7 @@ pub fn boundary_attack(length_min: u64) -> Workload {
             QUOTA.limit()
         ),
         1,
+        minutes(length_min),
         one_node(0, times).collect(),
     )
 }
@@ -244,7 +257,181 @@ pub fn population(
     let title = format!(
         "Population: {clients} clients, client k at {heaviest}/k^{exponent} × the limit (Poisson), {length_min} min"
     );
-    Workload::new(id, title, clients, requests)
+    Workload::new(id, title, clients, minutes(length_min), requests)
+}
+
+/// What a source of the Cloudflare-like population ([`sources`]) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceKind {
+    /// Most sources: a log-normal rate, far below the limit, for the whole
+    /// run.
+    Background,
+    /// A busy source just under the limit (0.7× to 1×) for the whole run:
+    /// its Poisson bursts can cross the limit now and then.
+    Busy,
+    /// An abuser slightly above the limit (1× to 1.15×), for one attack of
+    /// a few minutes.
+    JustAbove,
+    /// An abuser well above the limit (1.15× to 3×), for one attack of a
+    /// few minutes.
+    FarAbove,
+}
+
+/// One source of the Cloudflare-like population: Poisson traffic at
+/// `factor` times the limit over `[from, to)` (nanoseconds since the
+/// start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Source {
+    /// What kind of source it is.
+    pub kind: SourceKind,
+    /// Its mean rate, as a multiple of the limit.
+    pub factor: f64,
+    /// When it starts sending.
+    pub from: u64,
+    /// When it stops.
+    pub to: u64,
+}
+
+/// The parameters of the Cloudflare-like population ([`sources`]). Shares
+/// are in sources per 10,000, rounded down; what is left is background.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SourcesSpec {
+    /// How many sources.
+    pub sources: u32,
+    /// How long the run lasts, in minutes.
+    pub minutes: u64,
+    /// The background sources' median rate, as a multiple of the limit.
+    pub median: f64,
+    /// The standard deviation of the logarithm of the background rates.
+    pub sigma: f64,
+    /// Busy sources (0.7× to 1× the limit), per 10,000.
+    pub busy: u32,
+    /// Abusers just above the limit (1× to 1.15×), per 10,000.
+    pub just_above: u32,
+    /// Abusers well above the limit (1.15× to 3×), per 10,000.
+    pub far_above: u32,
+    /// The shortest and longest attack, in minutes.
+    pub attack_minutes: (u64, u64),
+}
+
+impl SourcesSpec {
+    /// The population of `sources` sources over `minutes` minutes: a median
+    /// background source sends 0.2 requests a minute (0.002× the limit),
+    /// with σ = 1.2, so 99% of them stay under 0.033× the limit; 0.05% are
+    /// busy, 0.15% abuse just above the limit and 0.15% well above it, for
+    /// 2 to 4 minutes each.
+    pub const fn new(sources: u32, minutes: u64) -> Self {
+        Self {
+            sources,
+            minutes,
+            median: 0.002,
+            sigma: 1.2,
+            busy: 5,
+            just_above: 15,
+            far_above: 15,
+            attack_minutes: (2, 4),
+        }
+    }
+
+    fn count(&self, per_10_000: u32) -> u32 {
+        (u64::from(self.sources) * u64::from(per_10_000) / 10_000) as u32
+    }
+}
+
+/// A standard normal draw (Box–Muller), from two uniform draws.
+fn standard_normal(rng: &mut StdRng) -> f64 {
+    // 1 − U is in (0, 1], so the logarithm is finite.
+    let u: f64 = rng.random();
+    let v: f64 = rng.random();
+    (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+/// The sources of the Cloudflare-like population, drawn from `rng`: the
+/// busy sources first, then the abusers just above the limit, then those
+/// well above it, then the background. Each abuser's attack lasts a
+/// uniform whole number of seconds in `attack_minutes` and starts at a
+/// uniform time that keeps it within the run.
+pub fn draw_sources(rng: &mut StdRng, spec: &SourcesSpec) -> Vec<Source> {
+    let length = minutes(spec.minutes);
+    let (shortest, longest) = spec.attack_minutes;
+    let whole = |kind, factor| Source {
+        kind,
+        factor,
+        from: 0,
+        to: length,
+    };
+    let attack = |rng: &mut StdRng, kind, factor| {
+        let span = rng.random_range(shortest * 60..=longest * 60) * SECOND;
+        let span = span.min(length);
+        let from = rng.random_range(0..=length - span);
+        Source {
+            kind,
+            factor,
+            from,
+            to: from + span,
+        }
+    };
+    let (busy, just, far) = (
+        spec.count(spec.busy),
+        spec.count(spec.just_above),
+        spec.count(spec.far_above),
+    );
+    let mut all = Vec::with_capacity(spec.sources as usize);
+    for _ in 0..busy {
+        let factor = rng.random_range(0.7..1.0);
+        all.push(whole(SourceKind::Busy, factor));
+    }
+    for _ in 0..just {
+        let factor = rng.random_range(1.0..1.15);
+        all.push(attack(rng, SourceKind::JustAbove, factor));
+    }
+    for _ in 0..far {
+        // Log-uniform: as likely between 1.15× and 1.5× as between 2.3× and 3×.
+        let factor = (rng.random_range(1.15_f64.ln()..3.0_f64.ln())).exp();
+        all.push(attack(rng, SourceKind::FarAbove, factor));
+    }
+    let background = spec.sources.saturating_sub(busy + just + far);
+    for _ in 0..background {
+        let factor = spec.median * (spec.sigma * standard_normal(rng)).exp();
+        all.push(whole(SourceKind::Background, factor));
+    }
+    all
+}
+
+/// A Cloudflare-like population: many sources, most far below the limit
+/// at heavy-tailed (log-normal) rates, a few busy ones just under it and a
+/// few abusers above it, some only slightly ([`SourcesSpec`],
+/// [`draw_sources`]). Every source sends Poisson traffic. It stands in for
+/// the traffic of Cloudflare's analysis of its approximated sliding window,
+/// whose make-up the article gives only as 400 million requests from
+/// 270,000 sources (Julien Desgats, "How we built rate limiting capable of
+/// scaling to millions of domains", Cloudflare blog, 2017,
+/// <https://blog.cloudflare.com/counting-things-a-lot-of-different-things/>).
+pub fn sources(seed: u64, spec: &SourcesSpec) -> Workload {
+    let (id, mut rng) = seeded(seed, "sources");
+    let plan = draw_sources(&mut rng, spec);
+    let requests = plan
+        .iter()
+        .zip(0u32..)
+        .flat_map(|(source, c)| {
+            let times =
+                traffic::poisson(&mut rng, per_second(source.factor), source.from, source.to);
+            one_node(c, times)
+        })
+        .collect();
+    let title = format!(
+        "Cloudflare-like population: {} sources, log-normal rates (median {}× the limit, σ = {}), {} busy at 0.7–1×, {} abusers at 1–1.15× and {} at 1.15–3× for {}–{} min each, {} min",
+        spec.sources,
+        spec.median,
+        spec.sigma,
+        spec.count(spec.busy),
+        spec.count(spec.just_above),
+        spec.count(spec.far_above),
+        spec.attack_minutes.0,
+        spec.attack_minutes.1,
+        spec.minutes,
+    );
+    Workload::new(id, title, spec.sources, minutes(spec.minutes), requests)
 }
 
 /// A cluster of `nodes` limiter nodes sharing one store, node `i`'s clock
@@ -284,6 +471,7 @@ pub fn cluster(seed: u64, nodes: u16, skew: Duration, clients: u32, length_min: 
             0.5 * f64::from(clients)
         ),
         clients,
+        minutes(length_min),
         requests,
     );
     let middle = i64::from(nodes - 1);
@@ -306,6 +494,10 @@ pub struct Scale {
     pub population: u32,
     /// Minutes of the population.
     pub population_minutes: u64,
+    /// Sources in the Cloudflare-like population.
+    pub sources: u32,
+    /// Minutes of the Cloudflare-like population.
+    pub sources_minutes: u64,
     /// Clients in each cluster workload.
     pub cluster_clients: u32,
     /// Minutes of each cluster workload.
@@ -320,6 +512,8 @@ impl Scale {
         steady_minutes: 20,
         population: 10_000,
         population_minutes: 60,
+        sources: 64_000,
+        sources_minutes: 12,
         cluster_clients: 10,
         cluster_minutes: 30,
     };
@@ -330,6 +524,8 @@ impl Scale {
         steady_minutes: 10,
         population: 2_000,
         population_minutes: 10,
+        sources: 5_000,
+        sources_minutes: 10,
         cluster_clients: 4,
         cluster_minutes: 10,
     };
@@ -365,6 +561,10 @@ pub fn all(seed: u64, scale: Scale) -> Vec<Workload> {
         1.0,
         5.0,
         scale.population_minutes,
+    ));
+    all.push(sources(
+        seed,
+        &SourcesSpec::new(scale.sources, scale.sources_minutes),
     ));
     all.extend(
         SKEWS

@@ -72,6 +72,8 @@ fn runs_are_deterministic() {
         steady_minutes: 2,
         population: 200,
         population_minutes: 2,
+        sources: 500,
+        sources_minutes: 2,
         cluster_clients: 2,
         cluster_minutes: 2,
     };
@@ -93,8 +95,11 @@ fn runs_are_deterministic() {
     let one = suite::run(&workloads, &jobs, 1, &|_| {}).unwrap();
     let two = suite::run(&workloads, &jobs, 2, &|_| {}).unwrap();
     assert_eq!(one.len(), jobs.len());
+    assert!(jobs.iter().any(|job| job.is_strict()));
     for (a, b) in one.iter().zip(&two) {
         assert_eq!(a.job, b.job);
         assert_eq!(a.outcome.metrics, b.outcome.metrics, "{:?}", a.job);
+        assert_eq!(a.outcome.strict, b.outcome.strict, "{:?}", a.job);
+        assert_eq!(a.outcome.strict.is_some(), a.job.is_strict());
     }
 }
