@@ -129,7 +129,7 @@
 //! # Choosing an algorithm
 //!
 //! Measured by the `simulations` crate against an exact sliding window
-//! (seed 1; the README's "How to choose" has the full table): the share
+//! (seed 1; "How to choose" in docs/simulations.md has the full table): the share
 //! of admissions that put a client over its limit and the most it got
 //! through in one period, on Poisson traffic at 1.1× the limit
 //! (`poisson-1.1x`) and on 10 s bursts at 5× the limit (`on-off`), and the

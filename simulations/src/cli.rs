@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::algorithms;
 use crate::workload::{self, Scale};
-use crate::{figures, report, suite};
+use crate::{figures, readme_table, report, suite};
 
 /// Measure every rate-limiting algorithm against an exact sliding window.
 #[derive(Debug, Parser)]
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     bar.finish_and_clear();
 
     println!(
-        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms, and {} more for the caches comparison ({} runs).\n",
+        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), and {} more for the caches comparison ({} runs).\n",
         args.seed,
         if args.quick { "quick" } else { "full" },
         workload::QUOTA,
@@ -107,6 +107,9 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     print!("{}", report::markdown(&workloads, &rows));
     print!("{}", report::caches_markdown(&workloads, &rows));
     report::write_csv(&args.out, &workloads, &rows)?;
+    if let Some(table) = readme_table::markdown(&workloads, &rows) {
+        std::fs::write(args.out.join("algorithm-table.md"), table)?;
+    }
     let written = figures::write_all(&args.figures, &workloads, &rows)?;
     eprintln!(
         "Wrote {}, {} and {} figures to {} in {:.1} s on {threads} threads.",

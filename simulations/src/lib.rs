@@ -25,6 +25,7 @@ pub mod figures;
 pub mod metrics;
 pub mod oracle;
 pub mod plot;
+pub mod readme_table;
 pub mod report;
 pub mod runner;
 pub mod strict;
