@@ -34,6 +34,14 @@ impl Ask {
             refund: false,
         }
     }
+
+    /// A refund of `cost` that an allowed request at `now` took.
+    pub(crate) fn refund_at(cost: u64, now: i64) -> Self {
+        Ask {
+            refund: true,
+            ..Ask::at(cost, now)
+        }
+    }
 }
 
 /// What the pure core decided, and the state to write for it.

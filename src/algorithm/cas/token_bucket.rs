@@ -275,13 +275,6 @@ mod tests {
         TokenBucketCore::new(capacity, quota.parse().unwrap())
     }
 
-    fn refund(cost: u64, now: i64) -> Ask {
-        Ask {
-            refund: true,
-            ..Ask::at(cost, now)
-        }
-    }
-
     #[test]
     fn refills_continuously_and_keeps_fractions() {
         let tb = core(10, "10/second");
@@ -332,7 +325,7 @@ mod tests {
         };
         let taken = tb.decide(Some(&before), Ask::at(3, 1_000)).write.unwrap().0;
         assert_eq!(taken.tokens, 1.5);
-        let step = tb.refund(Some(&taken), refund(3, 1_000));
+        let step = tb.refund(Some(&taken), Ask::refund_at(3, 1_000));
         assert!(step.decision.is_allowed());
         assert_eq!(step.decision.remaining(), 4);
         assert_eq!(step.delay, Duration::ZERO);
@@ -340,27 +333,30 @@ mod tests {
         assert_eq!(step.decision.reset_after(), Duration::from_millis(550));
         assert_eq!(step.write.unwrap(), (before, Duration::from_millis(550)));
         // Later, it refills first, as a decision would.
-        let later = tb.refund(Some(&taken), refund(3, 100_001_000));
+        let later = tb.refund(Some(&taken), Ask::refund_at(3, 100_001_000));
         assert_eq!(later.write.unwrap().0.tokens, 5.5);
     }
 
     #[test]
     fn a_refund_never_fills_beyond_the_capacity() {
         let tb = core(10, "10/second");
-        assert!(tb.refund(None, refund(4, 0)).write.is_none());
-        assert_eq!(tb.refund(None, refund(4, 0)).decision.remaining(), 10);
+        assert!(tb.refund(None, Ask::refund_at(4, 0)).write.is_none());
+        assert_eq!(
+            tb.refund(None, Ask::refund_at(4, 0)).decision.remaining(),
+            10
+        );
         let full = Bucket {
             tokens: 10.0,
             updated: 0,
         };
-        let step = tb.refund(Some(&full), refund(4, 0));
+        let step = tb.refund(Some(&full), Ask::refund_at(4, 0));
         assert_eq!(step.decision.remaining(), 10);
         assert!(step.write.is_none(), "a full bucket stays as it was");
         let nine = Bucket {
             tokens: 9.0,
             updated: 0,
         };
-        let step = tb.refund(Some(&nine), refund(4, 0));
+        let step = tb.refund(Some(&nine), Ask::refund_at(4, 0));
         assert_eq!(step.write.unwrap().0.tokens, 10.0);
     }
 
@@ -376,7 +372,7 @@ mod tests {
             step.decision
         };
         assert!(run(Ask::at(5, 0)).is_allowed());
-        assert_eq!(run(refund(1, 0)).remaining(), 1);
+        assert_eq!(run(Ask::refund_at(1, 0)).remaining(), 1);
         assert!(run(Ask::at(1, 0)).is_allowed());
         assert!(run(Ask::at(1, 0)).is_denied());
     }

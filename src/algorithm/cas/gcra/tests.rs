@@ -49,20 +49,13 @@ fn delay_mode_queues_within_the_maximum_and_rejects_beyond() {
     assert!(too_far.write.is_none(), "a rejection reserves nothing");
 }
 
-fn refund(cost: u64, now: i64) -> Ask {
-    Ask {
-        refund: true,
-        ..Ask::at(cost, now)
-    }
-}
-
 #[test]
 fn a_refund_moves_the_tat_back_exactly() {
     // T = 333,333,333⅓ ns: exact only in the scaled units.
     let core = GcraCore::new(3, "3/second".parse().unwrap());
     let first = core.decide(None, Ask::at(1, 0)).write.unwrap().0;
     let taken = core.decide(Some(&first), Ask::at(2, 0)).write.unwrap().0;
-    let step = core.refund(Some(&taken), refund(2, 0));
+    let step = core.refund(Some(&taken), Ask::refund_at(2, 0));
     assert!(step.decision.is_allowed());
     assert_eq!(step.delay, Duration::ZERO);
     assert_eq!(step.decision.remaining(), 2);
@@ -72,21 +65,27 @@ fn a_refund_moves_the_tat_back_exactly() {
     );
     assert_eq!(step.write.unwrap().0, first);
     // All of it: back to a full bucket at `now`, not before.
-    assert_eq!(core.refund(Some(&taken), refund(3, 0)).write.unwrap().0, 0);
+    assert_eq!(
+        core.refund(Some(&taken), Ask::refund_at(3, 0))
+            .write
+            .unwrap()
+            .0,
+        0
+    );
 }
 
 #[test]
 fn a_refund_never_moves_the_tat_before_now() {
     let core = GcraCore::new(3, "3/second".parse().unwrap());
-    assert!(core.refund(None, refund(1, 0)).write.is_none());
+    assert!(core.refund(None, Ask::refund_at(1, 0)).write.is_none());
     // A TAT in the past is a full bucket: it stays as it is.
-    let full = core.refund(Some(&-5), refund(2, 0));
+    let full = core.refund(Some(&-5), Ask::refund_at(2, 0));
     assert!(full.write.is_none());
     assert_eq!(full.decision.remaining(), 3);
     assert_eq!(full.decision.reset_after(), Duration::ZERO);
     // One interval booked, two given back: full at `now`.
     let one = core.decide(None, Ask::at(1, 7)).write.unwrap().0;
-    let step = core.refund(Some(&one), refund(2, 7));
+    let step = core.refund(Some(&one), Ask::refund_at(2, 7));
     assert_eq!(step.write.unwrap().0, 7 * 3);
     assert_eq!(step.decision.remaining(), 3);
 }
@@ -103,7 +102,7 @@ fn a_refund_gives_back_no_more_than_was_taken() {
         step.decision
     };
     assert!(run(Ask::at(3, 0)).is_allowed());
-    assert_eq!(run(refund(1, 0)).remaining(), 1);
+    assert_eq!(run(Ask::refund_at(1, 0)).remaining(), 1);
     assert!(run(Ask::at(1, 0)).is_allowed());
     assert!(run(Ask::at(1, 0)).is_denied());
 }

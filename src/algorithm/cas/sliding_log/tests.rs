@@ -178,13 +178,6 @@ fn parameters_name_the_key() {
     assert!(core("10/second").suffix.starts_with("log-"));
 }
 
-fn refund(cost: u64, now: i64) -> Ask {
-    Ask {
-        refund: true,
-        ..Ask::at(cost, now)
-    }
-}
-
 #[test]
 fn a_refund_removes_the_entries_the_request_recorded() {
     let log_core = core("5/second");
@@ -192,7 +185,7 @@ fn a_refund_removes_the_entries_the_request_recorded() {
     let taken = log_core.decide(Some(&before), ask(2, SECOND / 2, false));
     let taken = taken.write.unwrap().0;
     assert_eq!(taken.0, vec![0, SECOND / 4, SECOND / 2, SECOND / 2]);
-    let step = log_core.refund(Some(&taken), refund(2, SECOND / 2));
+    let step = log_core.refund(Some(&taken), Ask::refund_at(2, SECOND / 2));
     assert!(step.decision.is_allowed());
     assert_eq!(step.delay, Duration::ZERO);
     assert_eq!(step.decision.remaining(), 3);
@@ -204,22 +197,22 @@ fn a_refund_removes_the_entries_the_request_recorded() {
 #[test]
 fn a_refund_takes_older_entries_never_later_ones_nor_more_than_exist() {
     let log_core = core("5/second");
-    assert!(log_core.refund(None, refund(2, 0)).write.is_none());
+    assert!(log_core.refund(None, Ask::refund_at(2, 0)).write.is_none());
     assert!(log_core
-        .refund(Some(&Log(vec![])), refund(2, 0))
+        .refund(Some(&Log(vec![])), Ask::refund_at(2, 0))
         .write
         .is_none());
     // Only one entry at the refund's time: the next older goes too, but
     // not the one recorded later.
     let log = Log(vec![10, 20, 30, 40]);
-    let step = log_core.refund(Some(&log), refund(2, 30));
+    let step = log_core.refund(Some(&log), Ask::refund_at(2, 30));
     assert_eq!(step.write.unwrap().0, Log(vec![10, 40]));
     // Never more than the log holds before the refund's time.
-    let step = log_core.refund(Some(&log), refund(5, 20));
+    let step = log_core.refund(Some(&log), Ask::refund_at(5, 20));
     assert_eq!(step.write.unwrap().0, Log(vec![30, 40]));
     // Entries already out of the window are not given back.
     let old = Log(vec![0, 2 * SECOND]);
-    let step = log_core.refund(Some(&old), refund(1, 0));
+    let step = log_core.refund(Some(&old), Ask::refund_at(1, 0));
     assert!(step.write.is_none());
     assert_eq!(step.decision.remaining(), 4);
 }
@@ -236,7 +229,7 @@ fn a_refund_gives_back_no_more_than_was_taken() {
         step.decision
     };
     assert!(run(ask(3, 0, false)).is_allowed());
-    assert_eq!(run(refund(1, 0)).remaining(), 1);
+    assert_eq!(run(Ask::refund_at(1, 0)).remaining(), 1);
     assert!(run(ask(1, 0, false)).is_allowed());
     assert!(run(ask(1, 0, false)).is_denied());
     // Nor over the sliding window: the full log lasts until 1 s.
