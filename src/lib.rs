@@ -51,7 +51,9 @@
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let clock = ManualClock::from_unix_secs(1_800_000_000);
 //! let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+//! // One sub-window: the previous minute, weighted (the default is 4).
 //! let limiter = SlidingWindow::builder("100/minute".parse::<Quota>()?, store)
+//!     .sub_windows(1)
 //!     .clock(clock.clone())
 //!     .build()?;
 //!

@@ -25,6 +25,7 @@ pub struct InspectedKey {
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let clock = ManualClock::from_unix_secs(1_800_000_000);
 /// let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::with_clock(clock.clone())))
+///     .sub_windows(1)
 ///     .clock(clock.clone())
 ///     .build()?;
 /// for _ in 0..40 {
