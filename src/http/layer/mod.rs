@@ -2,11 +2,13 @@
 //! wraps around another is in `service`, the answer to a denial in
 //! `denial`.
 
+mod announce;
 mod denial;
+mod rollout;
 mod service;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use ::http::{Response, StatusCode};
@@ -15,7 +17,7 @@ use tower_layer::Layer;
 pub use self::denial::Denial;
 pub use self::service::RateLimit;
 use super::extract::KeyExtractor;
-use super::headers::{HeaderPolicy, PartitionKeySecret, QuotaUnit, RateLimitFields};
+use super::headers::{HeaderPolicy, PartitionKeySecret, RateLimitFields};
 use crate::error::ConfigError;
 use crate::limiter::{Limiter, Policies, Policy};
 
@@ -226,225 +228,6 @@ impl RateLimitLayer {
             shared.members = members;
             shared.policies = policies;
         }))
-    }
-
-    /// Shadow mode: every request is decided, counted, logged and given
-    /// its header fields, but none is denied; a request that would have
-    /// been is logged (`tracing`, at `info`) and counted in
-    /// [`shadow_denials`](Self::shadow_denials), and gets no
-    /// `Retry-After`. This is how a new limit is rolled out: watch what it
-    /// would deny, then turn shadow mode off.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).shadow(true);
-    /// assert_eq!(layer.shadow_denials(), 0);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn shadow(self, shadow: bool) -> Self {
-        self.with(|shared| shared.shadow = shadow)
-    }
-
-    /// How many requests shadow mode let through that would otherwise have
-    /// been denied, across this layer, its clones and their services.
-    pub fn shadow_denials(&self) -> u64 {
-        self.shared.shadow_denials.load(Ordering::Relaxed)
-    }
-
-    /// Requests counted under any of these keys (as an extractor names
-    /// them, for example `ip:10.0.0.7` or an API key) are not limited at
-    /// all: no policy counts them and they get no rate-limit fields. For
-    /// internal callers, health checks and partners with their own terms.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ApiKey, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ApiKey::header("x-api-key")?)
-    ///     .exempt_keys([b"internal-batch-job".to_vec()]);
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn exempt_keys(self, keys: impl IntoIterator<Item = Vec<u8>>) -> Self {
-        let keys: HashSet<Vec<u8>> = keys.into_iter().collect();
-        self.with(|shared| shared.exempt = Arc::new(keys))
-    }
-
-    /// Builds the answer to a denied request (default:
-    /// [`Denial::problem`], a 429 with an RFC 9457 problem body). The
-    /// layer adds the rate-limit fields and `Retry-After` to whatever it
-    /// returns.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).on_denied(|denial| {
-    ///     let mut response = http::Response::new(format!("slow down ({})", denial.policy()));
-    ///     *response.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
-    ///     response
-    /// });
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn on_denied(
-        self,
-        respond: impl Fn(&Denial) -> Response<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.with(|shared| shared.on_denied = Some(Arc::new(respond)))
-    }
-
-    /// Adds `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-    /// `X-RateLimit-Reset` (seconds until the client's usage has drained)
-    /// to every response with rate-limit fields.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ClientIp, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).legacy_headers(true);
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn legacy_headers(self, legacy: bool) -> Self {
-        self.with(|shared| shared.fields.legacy = legacy)
-    }
-
-    /// What the quota of the policy added last counts, announced as `qu` (default
-    /// [`QuotaUnit::Requests`], announced by leaving `qu` out): for
-    /// example [`QuotaUnit::ContentBytes`] when the [`cost`](Self::cost)
-    /// of a request is its size.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{Header, QuotaUnit, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("10000000/hour".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, Header::new("x-tenant")?)
-    ///     .quota_unit(QuotaUnit::ContentBytes)
-    ///     .cost(|parts| {
-    ///         parts.headers.get(http::header::CONTENT_LENGTH)
-    ///             .and_then(|length| length.to_str().ok()?.parse().ok())
-    ///             .unwrap_or(1)
-    ///             .max(1)
-    ///     });
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn quota_unit(self, unit: QuotaUnit) -> Self {
-        self.with(|shared| {
-            let member = shared.last();
-            member.policy = member.policy.clone().quota_unit(unit);
-        })
-    }
-
-    /// Whether the fields of the policy added last carry `pk`, the keyed
-    /// hash of the client's key
-    /// (default: true, since the layer counts each client apart). Turn it
-    /// off when the extractor names one key for everyone, a global limit.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::RateLimitLayer;
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("5000/second".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// // Every request counted under one key: the whole service's limit.
-    /// let everyone = |_: &http::request::Parts| Some(b"everyone".to_vec());
-    /// let layer = RateLimitLayer::new(limiter, everyone)
-    ///     .policy_name("service")?
-    ///     .announce_partition_key(false);
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn announce_partition_key(self, announce: bool) -> Self {
-        self.with(|shared| {
-            let member = shared.last();
-            member.policy = member.policy.clone().per_client(announce);
-        })
-    }
-
-    /// The secret `pk` is keyed with (default: random, for this layer and
-    /// its clones). Give every instance of a service the same one so they
-    /// announce the same `pk` for a client; see [`PartitionKeySecret`] for
-    /// why the client's key is never sent as it is.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ClientIp, PartitionKeySecret, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// // In a real deployment: read from the fleet's secret store.
-    /// let secret = PartitionKeySecret::new(b"a secret of at least thirty-two bytes")?;
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ClientIp::peer()).partition_key_secret(secret);
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn partition_key_secret(self, secret: PartitionKeySecret) -> Self {
-        self.with(|shared| shared.fields.secret = secret)
-    }
-
-    /// What a request without a key gets (default: rejected with the
-    /// extractor's [`missing`](KeyExtractor::missing) status, and on a 401
-    /// the extractor's [`challenge`](KeyExtractor::challenge) in
-    /// `WWW-Authenticate`: an [`ApiKey`](super::ApiKey) asks for its key).
-    pub fn on_missing_key(self, missing: MissingKey) -> Self {
-        self.with(|shared| shared.missing = Some(missing))
-    }
-
-    /// The answer to a request rejected for having no key, in place of
-    /// the bare status: for example a JSON error body, or a redirect to a
-    /// sign-in page. It does not change [`MissingKey::Allow`] or
-    /// [`MissingKey::Shared`], which let the request through.
-    ///
-    /// ```
-    /// use memcache_ratelimit::http::{ApiKey, RateLimitLayer};
-    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
-    /// use std::sync::Arc;
-    ///
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let limiter = FixedWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
-    /// let layer = RateLimitLayer::new(limiter, ApiKey::header("x-api-key")?).missing_key_response(|_| {
-    ///     let mut response = http::Response::new(r#"{"error":"send your key in x-api-key"}"#.to_owned());
-    ///     *response.status_mut() = http::StatusCode::UNAUTHORIZED;
-    ///     response.headers_mut().insert("www-authenticate", http::HeaderValue::from_static(r#"ApiKey header="x-api-key""#));
-    ///     response
-    /// });
-    /// # let _ = layer;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn missing_key_response(
-        self,
-        respond: impl Fn(&http::request::Parts) -> Response<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.with(|shared| shared.missing_response = Some(Arc::new(respond)))
     }
 
     /// The cost of each request (default 1). A cost of 0 is answered 500:
