@@ -130,7 +130,7 @@ impl RateLimiter {
     /// of client `key` at `at` took, as if that request had not come: a
     /// window's counter is decremented, a bucket gets its tokens back, a log
     /// drops the entries. For a request that was admitted and then refused
-    /// by something else, such as another policy of [`Policies`](crate::Policies).
+    /// by something else, such as another policy of [`Policies`].
     ///
     /// Give back only what an allowed decision at the same `at` took and
     /// that was decided by the store (not [`Decision::under_failure`]):

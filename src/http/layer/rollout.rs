@@ -91,9 +91,9 @@ impl RateLimitLayer {
     }
 
     /// What a request without a key gets (default: rejected with the
-    /// extractor's [`missing`](KeyExtractor::missing) status, and on a 401
-    /// the extractor's [`challenge`](KeyExtractor::challenge) in
-    /// `WWW-Authenticate`: an [`ApiKey`](super::ApiKey) asks for its key).
+    /// extractor's [`missing`](crate::http::KeyExtractor::missing) status, and on a 401
+    /// the extractor's [`challenge`](crate::http::KeyExtractor::challenge) in
+    /// `WWW-Authenticate`: an [`ApiKey`](crate::http::ApiKey) asks for its key).
     pub fn on_missing_key(self, missing: MissingKey) -> Self {
         self.with(|shared| shared.missing = Some(missing))
     }
