@@ -93,6 +93,7 @@ async fn main() -> Result<()> {
     let clock = ManualClock::from_unix_secs(START);
     let store = Arc::new(MemoryStore::with_clock(clock.clone()));
     let window = SlidingWindow::builder(quota, store.clone())
+        .sub_windows(1)
         .clock(clock.clone())
         .build()?;
     for _ in 0..42 {
