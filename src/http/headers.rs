@@ -378,7 +378,7 @@ fn item(n: Integer) -> String {
 }
 
 /// `duration` in whole seconds, rounded up.
-fn whole_seconds(duration: Duration) -> u64 {
+pub(super) fn whole_seconds(duration: Duration) -> u64 {
     duration
         .as_secs()
         .saturating_add(u64::from(duration.subsec_nanos() > 0))

@@ -190,19 +190,28 @@ impl WindowCounter {
     /// it may have landed, so the client at worst loses `cost` units until
     /// the bucket slides out of the window.
     async fn refund(&self, call: Call<'_>, key: &[u8], cost: u64) {
+        if let Err(error) = self.decrement(call, key, cost).await {
+            tracing::warn!(%error, cost, "refund of a denied request failed");
+        }
+    }
+
+    /// Takes `cost` off the counter at `key`, stopping at zero: at once on
+    /// a store that answers at once, else within what is left of the
+    /// deadline that began when `call` did.
+    async fn decrement(&self, call: Call<'_>, key: &[u8], cost: u64) -> Result<(), Error> {
         let settings = &self.settings;
-        let outcome = match call {
-            Call::Now(store) => Some(store.decrement_now(key, cost)),
+        match call {
+            Call::Now(store) => {
+                store.decrement_now(key, cost)?;
+            }
             Call::Waiting(started) => {
                 let left = settings.deadline.saturating_sub(started.elapsed());
-                timeout(left, settings.store.decrement(key, cost)).await
+                timeout(left, settings.store.decrement(key, cost))
+                    .await
+                    .ok_or(Error::DeadlineExceeded(settings.deadline))??;
             }
-        };
-        match outcome {
-            Some(Ok(_)) => {}
-            Some(Err(error)) => tracing::warn!(%error, cost, "refund of a denied request failed"),
-            None => tracing::warn!(cost, "refund of a denied request missed the deadline"),
         }
+        Ok(())
     }
 
     /// Counts a counter that wrapped to `value` and sets it to the limit, a
@@ -259,17 +268,11 @@ impl WindowCounter {
         }
         let settings = &self.settings;
         let key = self.bucket_key(&settings.keys.client(client), self.buckets.index(now));
-        match settings.store.immediate() {
-            Some(store) => {
-                store.decrement_now(&key, cost)?;
-            }
-            None => {
-                settings
-                    .within_deadline(settings.store.decrement(&key, cost))
-                    .await?;
-            }
-        }
-        Ok(())
+        let call = match settings.store.immediate() {
+            Some(store) => Call::Now(store),
+            None => Call::Waiting(Instant::now()),
+        };
+        self.decrement(call, &key, cost).await
     }
 
     pub(crate) async fn reset(&self, client: &[u8], now_nanos: i64) -> Result<(), Error> {

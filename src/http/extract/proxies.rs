@@ -20,7 +20,7 @@ use crate::error::ConfigError;
 ///   entries did not pass every proxy and is counted by its peer.
 /// - [`networks`](Self::networks)`([...])`: the peer must be in one of the
 ///   networks, or it is the client and no header is read. Otherwise the
-///   entries are walked from the right, skipping each address in a trusted
+///   entries are walked from the right, past each address in a trusted
 ///   network; the first one outside them is the client, and if every
 ///   entry is trusted, the leftmost is. Use this when the number of hops
 ///   varies (several load balancers, some paths through a CDN).

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use ::http::{header, HeaderValue, Response, StatusCode};
 
+use crate::http::headers::whole_seconds;
+
 /// A denied request, as the [denial hook](super::RateLimitLayer::on_denied)
 /// sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,11 +68,6 @@ impl Denial {
         );
         response
     }
-}
-
-/// `duration` in whole seconds, rounded up.
-fn whole_seconds(duration: Duration) -> u64 {
-    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
 }
 
 /// `text` as a JSON string, quotes included.

@@ -2,6 +2,7 @@
 //! another: who the request counts as, the decision of every policy, and
 //! the answer with its header fields.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -15,6 +16,7 @@ use tower_service::Service;
 use super::denial::Denial;
 use super::{MissingKey, Shared};
 use crate::error::Error;
+use crate::http::headers::HeaderPolicy;
 use crate::http::KeyExtractor;
 use crate::limiter::PolicyDecisions;
 
@@ -177,26 +179,30 @@ impl Shared {
     /// policy that decided, and the ones after a denial announced in
     /// `RateLimit-Policy` alone. In shadow mode, no `Retry-After`.
     fn annotate(&self, headers: &mut HeaderMap, keys: &[&[u8]], decided: &PolicyDecisions) {
-        let policies: Vec<_> = self
+        // Each policy as announced to this client: copied only when the
+        // client's quota is not the one it was built with (a dynamic plan).
+        let policies: Vec<(Cow<'_, HeaderPolicy>, &[u8])> = self
             .members
             .iter()
             .zip(keys)
-            .map(|(member, key)| {
-                (
-                    member.policy.with_quota(member.limiter.quota_for(key)),
-                    *key,
-                )
+            .map(|(member, &key)| {
+                let quota = member.limiter.quota_for(key);
+                let policy = if quota == member.policy.quota() {
+                    Cow::Borrowed(&member.policy)
+                } else {
+                    Cow::Owned(member.policy.with_quota(quota))
+                };
+                (policy, key)
             })
             .collect();
-        let decisions: Vec<_> = decided.decisions().map(|(_, decision)| decision).collect();
         let decided_entries: Vec<_> = policies
             .iter()
-            .zip(&decisions)
-            .map(|((policy, key), decision)| (policy, *key, *decision))
+            .zip(decided.decisions())
+            .map(|((policy, key), (_, decision))| (&**policy, *key, decision))
             .collect();
-        let announced: Vec<_> = policies[decisions.len()..]
+        let announced: Vec<_> = policies[decided_entries.len()..]
             .iter()
-            .map(|(policy, key)| (policy, *key))
+            .map(|(policy, key)| (&**policy, *key))
             .collect();
         for (name, value) in self.fields.fields_announcing(&decided_entries, &announced) {
             if self.shadow && name == "Retry-After" {
