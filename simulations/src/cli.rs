@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::algorithms;
 use crate::workload::{self, Scale};
-use crate::{figures, readme_table, report, suite};
+use crate::{figures, generated, report, suite};
 
 /// Measure every rate-limiting algorithm against an exact sliding window.
 #[derive(Debug, Parser)]
@@ -93,8 +93,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         suite::run(&workloads, &jobs, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
     bar.finish_and_clear();
 
-    println!(
-        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), and {} more for the caches comparison ({} runs).\n",
+    let mut results = format!(
+        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), and {} more for the caches comparison ({} runs).\n\n",
         args.seed,
         if args.quick { "quick" } else { "full" },
         workload::QUOTA,
@@ -104,12 +104,11 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         total - main_total,
         jobs.len() - main_jobs.len(),
     );
-    print!("{}", report::markdown(&workloads, &rows));
-    print!("{}", report::caches_markdown(&workloads, &rows));
+    results.push_str(&report::markdown(&workloads, &rows));
+    results.push_str(&report::caches_markdown(&workloads, &rows));
+    print!("{results}");
     report::write_csv(&args.out, &workloads, &rows)?;
-    if let Some(table) = readme_table::markdown(&workloads, &rows) {
-        std::fs::write(args.out.join("algorithm-table.md"), table)?;
-    }
+    generated::write_all(&args.out, &results, &workloads, &rows)?;
     let written = figures::write_all(&args.figures, &workloads, &rows)?;
     eprintln!(
         "Wrote {}, {} and {} figures to {} in {:.1} s on {threads} threads.",

@@ -16,16 +16,18 @@
 //!   comparison, over a few threads;
 //! - [`report`]: the markdown tables and the CSV files;
 //! - [`figures`]: the SVG figures, drawn by [`plot`];
+//! - [`generated`]: the tables that the project's documentation shows,
+//!   written from the run so that none is typed by hand;
 //! - [`cli`]: the command line, for the `simulations` binary and the
 //!   operator CLI.
 
 pub mod algorithms;
 pub mod cli;
 pub mod figures;
+pub mod generated;
 pub mod metrics;
 pub mod oracle;
 pub mod plot;
-pub mod readme_table;
 pub mod report;
 pub mod runner;
 pub mod strict;

@@ -1,11 +1,10 @@
-//! The README's table of the algorithms: what each is for, its store work,
-//! and its accuracy and cost as this run measured them on the `sources`
-//! workload, so the figures the README shows are the ones the simulations
-//! produce. `scripts/readme-table` puts it between the README's markers,
-//! or checks that it is there (in CI, after the full run).
+//! The README's table of the algorithms (`algorithm-table.md`): what each
+//! is for, its store work, and its accuracy and cost as this run measured
+//! them on the `sources` workload.
 
 use std::fmt::Write as _;
 
+use super::main_row;
 use crate::algorithms::Algorithm;
 use crate::report::strict_of;
 use crate::suite::Row;
@@ -61,16 +60,13 @@ const ROWS: [(Algorithm, &str, &str); 8] = [
 /// The table in Markdown, or `None` when this run has no `sources`
 /// workload.
 pub fn markdown(workloads: &[Workload], rows: &[Row]) -> Option<String> {
-    let workload = workloads.iter().position(|w| w.id == WORKLOAD)?;
     let mut out = String::from(
         "| algorithm | store work per decision | wrongly allowed % | wrongly denied % \
          | mean \\|estimate − exact\\| / exact % | store round trips per decision \
          | keys per decision | live keys per client |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for (algorithm, what, work) in ROWS {
-        let row = rows.iter().find(|r| {
-            r.job.is_main() && r.job.workload == workload && r.job.algorithm == algorithm
-        })?;
+        let row = main_row(workloads, rows, WORKLOAD, algorithm)?;
         let strict = strict_of(rows, row)?;
         let m = &row.outcome.metrics;
         let _ = writeln!(
