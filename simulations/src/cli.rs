@@ -11,8 +11,8 @@
 //! Everything is written under `target/simulations/` (relative to the
 //! current directory) unless `--out` and `--figures` say otherwise, and
 //! never into a directory holding files tracked by git, such as the
-//! committed `simulations/figures`, unless `--overwrite` is given:
-//! `--figures simulations/figures --overwrite` regenerates the committed
+//! committed `docs/figures`, unless `--overwrite` is given:
+//! `--figures docs/figures --overwrite` regenerates the committed
 //! figures.
 
 use std::error::Error;
@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, default_value = "target/simulations/out")]
     out: PathBuf,
     /// Where the SVG figures go (created if need be);
-    /// `--figures simulations/figures --overwrite` regenerates the
+    /// `--figures docs/figures --overwrite` regenerates the
     /// committed figures.
     #[arg(long, default_value = "target/simulations/figures")]
     figures: PathBuf,
