@@ -24,6 +24,8 @@
 //!   value, for small limits that must hold over every window.
 //! - [`HybridQuota`]: Tony Finch's hybrid quota, bursty for quiet clients
 //!   and held to an even rate once a client spends its whole quota.
+//! - [`DiscreteRefill`]: Smyte's token bucket, whose tokens come back in
+//!   whole steps at each whole period.
 //! - All run on any [`Store`](store::Store): [`MemcachedStore`] (one server
 //!   or a fleet, meta protocol) or [`MemoryStore`] (embedded, in process,
 //!   with memcached's rules).
@@ -137,6 +139,7 @@
 //! | [`TokenBucket`], [`Gcra`] | `capacity + rate·t` in any span `t` | a read and a compare-and-swap write |
 //! | [`SlidingLog`] | exactly `limit` in every period | a read and a compare-and-swap write of up to `limit` timestamps |
 //! | [`HybridQuota`] | bursty when quiet, an even rate after | a read and a compare-and-swap write |
+//! | [`DiscreteRefill`] | `max` at once, then `refill` more at each whole period after the client's mark | a read and a compare-and-swap write |
 //!
 //! How accurate each one is, measured by the `simulations` crate against
 //! an exact sliding window on many kinds of traffic, is in the README's
@@ -164,7 +167,8 @@ mod stack_text;
 pub mod store;
 
 pub use algorithm::{
-    Algorithm, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow,
+    TokenBucket,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

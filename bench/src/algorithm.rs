@@ -60,6 +60,7 @@ impl Case {
             A::Gcra { .. } => "gcra".into(),
             A::SlidingLog => "log".into(),
             A::HybridQuota => "hq".into(),
+            A::DiscreteRefill { .. } => "dr".into(),
         }
     }
 

@@ -451,7 +451,13 @@ fn inspect_decodes_the_compare_and_swap_states() {
     );
 
     // Two taken of 3, refilled at one per 20 s.
-    for algorithm in ["token_bucket", "gcra", "sliding_log", "hybrid_quota"] {
+    for algorithm in [
+        "token_bucket",
+        "gcra",
+        "sliding_log",
+        "hybrid_quota",
+        "discrete_refill",
+    ] {
         for _ in 0..2 {
             let output = cli(&run("check", algorithm, &["alice"]));
             assert_eq!(output.status.code(), Some(0), "{}", all_output(&output));
@@ -477,6 +483,14 @@ fn inspect_decodes_the_compare_and_swap_states() {
                 assert_eq!(report["keys"][0]["value_encoding"], "hex", "{report}");
                 assert_eq!(state["stored_entries"], 2, "{report}");
                 assert_eq!(state["in_window"], 2, "{report}");
+                assert!(next > 50_000 && next <= 60_000, "{report}");
+            }
+            "discrete_refill" => {
+                // The whole bucket back one minute after the first request.
+                let value = report["keys"][0]["value"].as_str().expect("a value");
+                assert!(value.starts_with("dr1 1 "), "{report}");
+                assert_eq!(state["tokens"], 1, "{report}");
+                assert_eq!(next, full, "{report}");
                 assert!(next > 50_000 && next <= 60_000, "{report}");
             }
             _ => {

@@ -205,6 +205,7 @@ fn names(algorithm: Algorithm) -> (String, String) {
         Algorithm::Gcra { .. } => named("gcra", "GCRA"),
         Algorithm::SlidingLog => named("sliding-log", "sliding log"),
         Algorithm::HybridQuota => named("hybrid-quota", "hybrid quota"),
+        Algorithm::DiscreteRefill { .. } => named("discrete-refill", "discrete refill"),
     }
 }
 

@@ -36,6 +36,16 @@ pub enum Algorithm {
     SlidingLog,
     /// [`HybridQuota`](super::HybridQuota).
     HybridQuota,
+    /// [`DiscreteRefill`](super::DiscreteRefill): Smyte's token bucket,
+    /// `refill` tokens back at each whole period (default: the quota's
+    /// limit, a full bucket).
+    DiscreteRefill {
+        /// The tokens that come back at each whole period.
+        refill: Option<u64>,
+        /// Whether a request that leaves the bucket empty restarts its
+        /// refill period (Smyte's `STRICT` flag).
+        restart_when_empty: bool,
+    },
 }
 
 impl Default for Algorithm {
@@ -52,7 +62,7 @@ impl Default for Algorithm {
 impl Algorithm {
     /// The algorithm's name in configuration files and metrics:
     /// `sliding_window`, `fixed_window`, `token_bucket`, `gcra`,
-    /// `sliding_log` or `hybrid_quota`.
+    /// `sliding_log`, `hybrid_quota` or `discrete_refill`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::SlidingWindow { .. } => "sliding_window",
@@ -61,19 +71,25 @@ impl Algorithm {
             Self::Gcra { .. } => "gcra",
             Self::SlidingLog => "sliding_log",
             Self::HybridQuota => "hybrid_quota",
+            Self::DiscreteRefill { .. } => "discrete_refill",
         }
     }
 
     /// Every algorithm, by [`name`](Self::name), with its default
-    /// parameters: 4 sub-windows, the token bucket's capacity and GCRA's
-    /// burst left to the quota's limit.
-    pub const ALL: [Algorithm; 6] = [
+    /// parameters: 4 sub-windows, the token bucket's capacity, GCRA's
+    /// burst and the discrete refill's amount left to the quota's limit,
+    /// no restart when empty.
+    pub const ALL: [Algorithm; 7] = [
         Self::SlidingWindow { sub_windows: 4 },
         Self::FixedWindow,
         Self::TokenBucket { capacity: None },
         Self::Gcra { burst: None },
         Self::SlidingLog,
         Self::HybridQuota,
+        Self::DiscreteRefill {
+            refill: None,
+            restart_when_empty: false,
+        },
     ];
 
     /// The algorithm called `name` (see [`name`](Self::name)), with its
@@ -101,12 +117,16 @@ impl Algorithm {
     }
 
     /// Whether the algorithm decides by compare-and-swap, and so takes a
-    /// [`CasPolicy`](super::CasPolicy): the token bucket, GCRA, the sliding log and the
-    /// hybrid quota.
+    /// [`CasPolicy`](super::CasPolicy): the token bucket, GCRA, the sliding log, the
+    /// hybrid quota and the discrete refill.
     pub fn uses_cas(&self) -> bool {
         matches!(
             self,
-            Self::TokenBucket { .. } | Self::Gcra { .. } | Self::SlidingLog | Self::HybridQuota
+            Self::TokenBucket { .. }
+                | Self::Gcra { .. }
+                | Self::SlidingLog
+                | Self::HybridQuota
+                | Self::DiscreteRefill { .. }
         )
     }
 }
@@ -115,7 +135,8 @@ impl std::fmt::Display for Algorithm {
     /// The algorithm's type and the parameters set beside the quota:
     /// `SlidingWindow n=4`, `FixedWindow`, `TokenBucket`,
     /// `TokenBucket capacity=10`, `Gcra`, `Gcra burst=3`, `SlidingLog`,
-    /// `HybridQuota`.
+    /// `HybridQuota`, `DiscreteRefill`, `DiscreteRefill refill=3`,
+    /// `DiscreteRefill refill=3 restart_when_empty`.
     ///
     /// ```
     /// use memcache_ratelimit::Algorithm;
@@ -123,6 +144,8 @@ impl std::fmt::Display for Algorithm {
     /// assert_eq!(Algorithm::SlidingWindow { sub_windows: 4 }.to_string(), "SlidingWindow n=4");
     /// assert_eq!(Algorithm::Gcra { burst: None }.to_string(), "Gcra");
     /// assert_eq!(Algorithm::Gcra { burst: Some(3) }.to_string(), "Gcra burst=3");
+    /// let smyte = Algorithm::DiscreteRefill { refill: Some(3), restart_when_empty: true };
+    /// assert_eq!(smyte.to_string(), "DiscreteRefill refill=3 restart_when_empty");
     /// ```
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -138,6 +161,19 @@ impl std::fmt::Display for Algorithm {
             } => write!(f, "Gcra burst={requests}"),
             Self::SlidingLog => f.write_str("SlidingLog"),
             Self::HybridQuota => f.write_str("HybridQuota"),
+            Self::DiscreteRefill {
+                refill,
+                restart_when_empty,
+            } => {
+                f.write_str("DiscreteRefill")?;
+                if let Some(tokens) = refill {
+                    write!(f, " refill={tokens}")?;
+                }
+                if *restart_when_empty {
+                    f.write_str(" restart_when_empty")?;
+                }
+                Ok(())
+            }
         }
     }
 }

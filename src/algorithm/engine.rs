@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
-use super::cas::{gcra, hybrid_quota, sliding_log, token_bucket, CasLimiter, CasPolicy, CasStats};
-use super::cas::{GcraCore, HybridQuotaCore, SlidingLogCore, TokenBucketCore};
+use super::cas::{discrete_refill, gcra, hybrid_quota, sliding_log, token_bucket};
+use super::cas::{CasLimiter, CasPolicy, CasStats};
+use super::cas::{DiscreteRefillCore, GcraCore, HybridQuotaCore, SlidingLogCore, TokenBucketCore};
 use super::choice::Algorithm;
 use super::inspect::Inspection;
 use super::settings::Settings;
@@ -25,6 +26,7 @@ pub(crate) enum Engine {
     Gcra(CasLimiter<GcraCore>),
     SlidingLog(CasLimiter<SlidingLogCore>),
     HybridQuota(CasLimiter<HybridQuotaCore>),
+    DiscreteRefill(CasLimiter<DiscreteRefillCore>),
 }
 
 impl Engine {
@@ -57,6 +59,14 @@ impl Engine {
             Algorithm::HybridQuota => {
                 Self::HybridQuota(CasLimiter::new(settings, hybrid_quota(quota)?, cas))
             }
+            Algorithm::DiscreteRefill {
+                refill,
+                restart_when_empty,
+            } => Self::DiscreteRefill(CasLimiter::new(
+                settings,
+                discrete_refill(refill, restart_when_empty, quota)?,
+                cas,
+            )),
         })
     }
 
@@ -74,6 +84,7 @@ impl Engine {
             Self::Gcra(engine) => engine.check_nanos(client, cost, now).await,
             Self::SlidingLog(engine) => engine.check_nanos(client, cost, now).await,
             Self::HybridQuota(engine) => engine.check_nanos(client, cost, now).await,
+            Self::DiscreteRefill(engine) => engine.check_nanos(client, cost, now).await,
         }
     }
 
@@ -102,6 +113,7 @@ impl Engine {
             Self::Gcra(engine) => engine.refund(client, cost, now).await,
             Self::SlidingLog(engine) => engine.refund(client, cost, now).await,
             Self::HybridQuota(engine) => engine.refund(client, cost, now).await,
+            Self::DiscreteRefill(engine) => engine.refund(client, cost, now).await,
         }
     }
 
@@ -113,6 +125,7 @@ impl Engine {
             Self::Gcra(engine) => engine.reset(client).await,
             Self::SlidingLog(engine) => engine.reset(client).await,
             Self::HybridQuota(engine) => engine.reset(client).await,
+            Self::DiscreteRefill(engine) => engine.reset(client).await,
         }
     }
 
@@ -124,6 +137,7 @@ impl Engine {
             Self::Gcra(engine) => engine.inspect(client).await,
             Self::SlidingLog(engine) => engine.inspect(client).await,
             Self::HybridQuota(engine) => engine.inspect(client).await,
+            Self::DiscreteRefill(engine) => engine.inspect(client).await,
         }
     }
 
@@ -136,6 +150,7 @@ impl Engine {
             Self::Gcra(engine) => vec![engine.key(client)],
             Self::SlidingLog(engine) => vec![engine.key(client)],
             Self::HybridQuota(engine) => vec![engine.key(client)],
+            Self::DiscreteRefill(engine) => vec![engine.key(client)],
         }
     }
 
@@ -148,6 +163,7 @@ impl Engine {
             Self::Gcra(engine) => engine.stats(),
             Self::SlidingLog(engine) => engine.stats(),
             Self::HybridQuota(engine) => engine.stats(),
+            Self::DiscreteRefill(engine) => engine.stats(),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! | [`Gcra`] | as the token bucket, state is one number | 1 | as the token bucket of capacity `burst`; can queue requests up to a maximum delay |
 //! | [`SlidingLog`] | 1 read + 1 compare-and-swap write of up to `limit` timestamps (≤ [`MAX_LOG_LIMIT`]); a denial only reads, unless strict | 1 | exact over every window of one period |
 //! | [`HybridQuota`] | 1 read + 1 compare-and-swap write; a denial in bursty mode only reads, unless strict | 1 | bursty clients: at most the limit in a fixed window of their own; smooth clients: the rate on average, reacting within one period |
+//! | [`DiscreteRefill`] | 1 read + 1 compare-and-swap write; a denial only reads, unless strict | 1 | exact, in whole steps: the limit at once, then `refill` more at each whole period after the client's refill mark (Smyte's rate limiter) |
 //!
 //! A denied request costs the window algorithms one more round trip (the
 //! refund) unless denied requests are counted
@@ -26,7 +27,8 @@ mod settings;
 mod window;
 
 pub use self::cas::{
-    CasPolicy, CasStats, Gcra, HybridQuota, Reservation, SlidingLog, TokenBucket, MAX_LOG_LIMIT,
+    CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation, SlidingLog, TokenBucket,
+    MAX_LOG_LIMIT,
 };
 pub use self::choice::Algorithm;
 pub(crate) use self::engine::Engine;

@@ -18,6 +18,8 @@ pub(super) struct File {
     pub(super) sub_windows: Option<u32>,
     pub(super) capacity: Option<u64>,
     pub(super) burst: Option<u64>,
+    pub(super) refill_amount: Option<u64>,
+    pub(super) restart_when_empty: Option<bool>,
     pub(super) failure_policy: Option<String>,
     pub(super) fallback_share: Option<f64>,
     pub(super) deadline: Option<String>,
@@ -121,6 +123,20 @@ impl Written {
                 "BURST" => {
                     file.burst = Some(number(&value)?);
                     "burst"
+                }
+                "REFILL_AMOUNT" => {
+                    file.refill_amount = Some(number(&value)?);
+                    "refill_amount"
+                }
+                "RESTART_WHEN_EMPTY" => {
+                    let flag = value.trim().parse::<bool>().map_err(|_| {
+                        ConfigError::new(
+                            name.clone(),
+                            format!("{value:?} is neither true nor false"),
+                        )
+                    })?;
+                    file.restart_when_empty = Some(flag);
+                    "restart_when_empty"
                 }
                 "FALLBACK_SHARE" => {
                     let share = value.trim().parse::<f64>().map_err(|_| {

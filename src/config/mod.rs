@@ -12,8 +12,9 @@
 //! servers = ["10.0.0.1:11211", "10.0.0.2:11211"]  # absent or empty: the embedded store
 //! namespace = "api"
 //! quota = "100/minute"
-//! algorithm = "sliding_window"   # fixed_window, token_bucket, gcra, sliding_log, hybrid_quota
-//! sub_windows = 12               # sliding_window; `capacity` for token_bucket, `burst` for gcra
+//! algorithm = "sliding_window"   # fixed_window, token_bucket, gcra, sliding_log, hybrid_quota, discrete_refill
+//! sub_windows = 12               # sliding_window; `capacity` for token_bucket, `burst` for gcra,
+//!                                # `refill_amount` and `restart_when_empty` for discrete_refill
 //! failure_policy = "fallback"    # open (default), closed, return_error, fallback
 //! fallback_share = 0.25          # with fallback: this instance's share of the quota
 //! deadline = "50ms"
@@ -34,7 +35,8 @@
 //!
 //! Environment variables `MEMCACHE_RATELIMIT_SERVERS` (comma-separated),
 //! `_NAMESPACE`, `_QUOTA`, `_ALGORITHM`, `_SUB_WINDOWS`, `_CAPACITY`,
-//! `_BURST`, `_FAILURE_POLICY`, `_FALLBACK_SHARE`, `_DEADLINE`,
+//! `_BURST`, `_REFILL_AMOUNT`, `_RESTART_WHEN_EMPTY` (`true` or `false`),
+//! `_FAILURE_POLICY`, `_FALLBACK_SHARE`, `_DEADLINE`,
 //! `_MAX_CLOCK_SKEW`, `_DENIED_REQUESTS` and `_PROTOCOL` override the file;
 //! `MEMCACHE_RATELIMIT_CONFIG` names the file for [`Config::load`].
 

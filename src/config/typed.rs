@@ -136,6 +136,7 @@ fn field_of(error: &ConfigError) -> &'static str {
         "sub_windows" => "sub_windows",
         "capacity" => "capacity",
         "burst" => "burst",
+        "refill_amount" => "refill_amount",
         "namespace" => "namespace",
         "deadline" => "deadline",
         "max_clock_skew" => "max_clock_skew",
@@ -185,6 +186,16 @@ fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
             file.burst.is_some(),
             matches!(algorithm, Algorithm::Gcra { .. }),
         ),
+        (
+            "refill_amount",
+            file.refill_amount.is_some(),
+            matches!(algorithm, Algorithm::DiscreteRefill { .. }),
+        ),
+        (
+            "restart_when_empty",
+            file.restart_when_empty.is_some(),
+            matches!(algorithm, Algorithm::DiscreteRefill { .. }),
+        ),
     ] {
         if given && !taken {
             return Err(written.error(field, format!("the {name} algorithm does not take it")));
@@ -198,6 +209,12 @@ fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
             capacity: file.capacity,
         },
         Algorithm::Gcra { .. } => Algorithm::Gcra { burst: file.burst },
+        Algorithm::DiscreteRefill {
+            restart_when_empty, ..
+        } => Algorithm::DiscreteRefill {
+            refill: file.refill_amount,
+            restart_when_empty: file.restart_when_empty.unwrap_or(restart_when_empty),
+        },
         other => other,
     })
 }

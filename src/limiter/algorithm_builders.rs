@@ -1,13 +1,15 @@
 //! Where each algorithm's builder starts (`SlidingWindow::builder`,
 //! `Gcra::builder`, ...), and the settings only some algorithms take:
 //! sub-windows and the sealed-bucket cache for the sliding window, the
-//! capacity of the token bucket, GCRA's burst, and the compare-and-swap
-//! policy of the four compare-and-swap algorithms.
+//! capacity of the token bucket, GCRA's burst, the discrete refill's
+//! amount and restart, and the compare-and-swap policy of the
+//! compare-and-swap algorithms.
 
 use std::sync::Arc;
 
 use crate::algorithm::{
-    Algorithm, CasPolicy, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow, TokenBucket,
+    Algorithm, CasPolicy, DiscreteRefill, FixedWindow, Gcra, HybridQuota, SlidingLog,
+    SlidingWindow, TokenBucket,
 };
 use crate::limiter::builder::LimiterBuilder;
 use crate::limiter::spec::LimiterSpec;
@@ -88,6 +90,20 @@ impl HybridQuota {
     }
 }
 
+impl DiscreteRefill {
+    /// Starts building Smyte's discrete-refill bucket on `store`: at most
+    /// `quota.limit()` tokens, a full bucket back at each whole
+    /// `quota.period()` until [`refill_amount`](LimiterBuilder::refill_amount)
+    /// says otherwise, no restart when empty.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<DiscreteRefill> {
+        let algorithm = Algorithm::DiscreteRefill {
+            refill: None,
+            restart_when_empty: false,
+        };
+        LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
+    }
+}
+
 impl LimiterBuilder<SlidingWindow> {
     /// Splits the period into `n` sub-windows (default 1). `n` must divide
     /// the period into whole milliseconds and be at most
@@ -144,6 +160,49 @@ impl LimiterBuilder<Gcra> {
     }
 }
 
+impl LimiterBuilder<DiscreteRefill> {
+    /// How many tokens come back at each whole period (default: the
+    /// quota's limit, a full bucket; Smyte's `REFILL`). Zero is refused by
+    /// `build` (field `refill_amount`).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{DiscreteRefill, MemoryStore};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// assert!(DiscreteRefill::builder("10/5s".parse()?, store.clone()).refill_amount(3).build().is_ok());
+    /// let zero = DiscreteRefill::builder("10/5s".parse()?, store).refill_amount(0).build();
+    /// assert_eq!(zero.unwrap_err().field(), "refill_amount");
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn refill_amount(mut self, tokens: u64) -> Self {
+        if let Algorithm::DiscreteRefill {
+            restart_when_empty, ..
+        } = self.spec.algorithm
+        {
+            self.spec = self.spec.with_algorithm(Algorithm::DiscreteRefill {
+                refill: Some(tokens),
+                restart_when_empty,
+            });
+        }
+        self
+    }
+
+    /// Whether a request that leaves the bucket empty restarts its refill
+    /// period at its own time (default `false`; Smyte's `STRICT`), so a
+    /// client that keeps knocking stays blocked until a whole period
+    /// passes with no request.
+    pub fn restart_when_empty(mut self, restart: bool) -> Self {
+        if let Algorithm::DiscreteRefill { refill, .. } = self.spec.algorithm {
+            self.spec = self.spec.with_algorithm(Algorithm::DiscreteRefill {
+                refill,
+                restart_when_empty: restart,
+            });
+        }
+        self
+    }
+}
+
 impl<A: CasAlgorithm> LimiterBuilder<A> {
     /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
     ///
@@ -177,9 +236,11 @@ mod cas_algorithm {
     impl Sealed for crate::Gcra {}
     impl Sealed for crate::SlidingLog {}
     impl Sealed for crate::HybridQuota {}
+    impl Sealed for crate::DiscreteRefill {}
 }
 
 impl CasAlgorithm for TokenBucket {}
 impl CasAlgorithm for Gcra {}
 impl CasAlgorithm for SlidingLog {}
 impl CasAlgorithm for HybridQuota {}
+impl CasAlgorithm for DiscreteRefill {}

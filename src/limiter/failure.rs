@@ -105,6 +105,13 @@ pub(crate) fn scale_algorithm(algorithm: Algorithm, share: f64) -> Algorithm {
         Algorithm::Gcra { burst } => Algorithm::Gcra {
             burst: burst.map(|value| scale(value, share)),
         },
+        Algorithm::DiscreteRefill {
+            refill,
+            restart_when_empty,
+        } => Algorithm::DiscreteRefill {
+            refill: refill.map(|value| scale(value, share)),
+            restart_when_empty,
+        },
         other => other,
     }
 }

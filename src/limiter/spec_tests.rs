@@ -10,7 +10,8 @@ use crate::limiter::DeniedRequests;
 use crate::quota::MAX_LIMIT;
 use crate::store::{MemoryStore, Store};
 use crate::{
-    ConfigError, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota, SlidingLog, TokenBucket,
+    ConfigError, DiscreteRefill, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota, SlidingLog,
+    TokenBucket,
 };
 
 fn store() -> Arc<dyn Store> {
@@ -62,6 +63,16 @@ fn builder_setters_write_into_its_spec() {
     assert_eq!(bucket.spec().cas, cas);
     let gcra = Gcra::builder(quota("10/minute"), store()).burst(2);
     assert_eq!(gcra.spec().algorithm(), Algorithm::Gcra { burst: Some(2) });
+    let smyte = DiscreteRefill::builder(quota("10/minute"), store())
+        .restart_when_empty(true)
+        .refill_amount(3);
+    assert_eq!(
+        smyte.spec().algorithm(),
+        Algorithm::DiscreteRefill {
+            refill: Some(3),
+            restart_when_empty: true
+        }
+    );
     // Each builder starts from its algorithm with the builders' defaults.
     let defaults = [
         (
@@ -91,6 +102,15 @@ fn builder_setters_write_into_its_spec() {
                 .spec()
                 .clone(),
             Algorithm::HybridQuota,
+        ),
+        (
+            DiscreteRefill::builder(quota("1/second"), store())
+                .spec()
+                .clone(),
+            Algorithm::DiscreteRefill {
+                refill: None,
+                restart_when_empty: false,
+            },
         ),
     ];
     for (spec, algorithm) in defaults {
@@ -153,6 +173,16 @@ fn a_spec_and_its_builder_reject_the_same_settings_by_the_same_field() {
             LimiterSpec::new(Algorithm::Gcra { burst: Some(0) }, quota("5/second")),
         ),
         (
+            "refill_amount",
+            LimiterSpec::new(
+                Algorithm::DiscreteRefill {
+                    refill: Some(0),
+                    restart_when_empty: true,
+                },
+                quota("5/second"),
+            ),
+        ),
+        (
             "limit",
             LimiterSpec::new(Algorithm::SlidingLog, quota("10001/hour")),
         ),
@@ -186,6 +216,15 @@ fn a_spec_and_its_builder_reject_the_same_settings_by_the_same_field() {
             ),
             Algorithm::SlidingLog => field(same(SlidingLog::builder(q, store()), &spec).build()),
             Algorithm::HybridQuota => field(same(HybridQuota::builder(q, store()), &spec).build()),
+            Algorithm::DiscreteRefill {
+                refill,
+                restart_when_empty,
+            } => field(
+                same(DiscreteRefill::builder(q, store()), &spec)
+                    .refill_amount(refill.unwrap_or(q.limit()))
+                    .restart_when_empty(restart_when_empty)
+                    .build(),
+            ),
         };
         assert_eq!(from_builder, expected, "{spec:?}");
     }
@@ -234,7 +273,8 @@ fn every_algorithm_is_found_by_its_name_and_printed_by_its_type() {
             "TokenBucket",
             "Gcra",
             "SlidingLog",
-            "HybridQuota"
+            "HybridQuota",
+            "DiscreteRefill"
         ]
     );
     assert_eq!(

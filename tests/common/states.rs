@@ -1,4 +1,4 @@
-//! The four compare-and-swap algorithms at one small quota, with their
+//! The five compare-and-swap algorithms at one small quota, with their
 //! stored encodings, so tests can write any state (or garbage) straight
 //! into a client's key, and the bounds a decision must respect.
 
@@ -16,6 +16,8 @@ pub const PERIOD: Duration = Duration::from_secs(10);
 /// bound shows which it depends on.
 pub const BURST: u64 = 3;
 pub const CAPACITY: u64 = 7;
+/// The discrete refill's amount per period, unlike the limit too.
+pub const REFILL: u64 = 2;
 /// The limiters' allowed clock skew (the default).
 pub const SKEW: Duration = Duration::from_secs(1);
 
@@ -28,8 +30,19 @@ pub const TOKEN_BUCKET: Algorithm = Algorithm::TokenBucket {
 };
 pub const SLIDING_LOG: Algorithm = Algorithm::SlidingLog;
 pub const HYBRID_QUOTA: Algorithm = Algorithm::HybridQuota;
+/// With the restart, so strict denials move the refill mark too.
+pub const DISCRETE_REFILL: Algorithm = Algorithm::DiscreteRefill {
+    refill: Some(REFILL),
+    restart_when_empty: true,
+};
 
-pub const ALL: [Algorithm; 4] = [GCRA, TOKEN_BUCKET, SLIDING_LOG, HYBRID_QUOTA];
+pub const ALL: [Algorithm; 5] = [
+    GCRA,
+    TOKEN_BUCKET,
+    SLIDING_LOG,
+    HYBRID_QUOTA,
+    DISCRETE_REFILL,
+];
 
 /// `algorithm`'s limiter, on `store`, reading `clock`.
 pub fn build(
@@ -67,6 +80,9 @@ pub fn horizon(algorithm: Algorithm) -> Duration {
         Algorithm::SlidingLog => PERIOD,
         // A smooth refill from −quota to quota takes two windows.
         Algorithm::HybridQuota => PERIOD * 2,
+        // The refills from empty to the limit, from a mark at most the
+        // skew ahead.
+        Algorithm::DiscreteRefill { .. } => PERIOD * LIMIT.div_ceil(REFILL) as u32,
         window => not_cas(window),
     }
 }
@@ -79,13 +95,16 @@ pub fn horizon(algorithm: Algorithm) -> Duration {
 /// - sliding log: the limit, exactly;
 /// - hybrid quota: what a stored bursty window still grants (at most
 ///   the quota), then a fresh window's quota, plus the one token of the
-///   switch to smooth mode.
+///   switch to smooth mode;
+/// - discrete refill: a full bucket, then the one refill whose period
+///   ends within the period (a forgotten state is a full bucket already).
 pub fn most_admitted_in_a_period(algorithm: Algorithm) -> u64 {
     match algorithm {
         Algorithm::Gcra { .. } => BURST + LIMIT,
         Algorithm::TokenBucket { .. } => CAPACITY + LIMIT,
         Algorithm::SlidingLog => LIMIT,
         Algorithm::HybridQuota => 2 * LIMIT + 1,
+        Algorithm::DiscreteRefill { .. } => LIMIT + REFILL,
         window => not_cas(window),
     }
 }
@@ -138,6 +157,11 @@ pub fn hybrid_quota(mode: char, bucket: &str, time: &str) -> Vec<u8> {
     format!("{mode} {bucket} {time}").into_bytes()
 }
 
+/// The discrete refill's state: tokens and the refill mark.
+pub fn discrete_refill(tokens: &str, mark: &str) -> Vec<u8> {
+    format!("dr1 {tokens} {mark}").into_bytes()
+}
+
 /// A state of `algorithm` that puts everything at `nanos` (unix ns) and
 /// leaves no quota: a client that spent everything then.
 pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
@@ -148,6 +172,7 @@ pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
         Algorithm::TokenBucket { .. } => token_bucket("0", &nanos.to_string()),
         Algorithm::SlidingLog => sliding_log(nanos, &[0; LIMIT as usize - 1]),
         Algorithm::HybridQuota => hybrid_quota('b', "0", &nanos.to_string()),
+        Algorithm::DiscreteRefill { .. } => discrete_refill("0", &nanos.to_string()),
         window => not_cas(window),
     }
 }

@@ -63,6 +63,19 @@ fn every_mistake_names_its_field() {
         ("algorithm = \"gcra\"\nsub_windows = 4", "sub_windows"),
         ("algorithm = \"gcra\"\nburst = 0", "burst"),
         ("capacity = 10", "capacity"),
+        (
+            "algorithm = \"discrete_refill\"\nrefill_amount = 0",
+            "refill_amount",
+        ),
+        ("refill_amount = 3", "refill_amount"),
+        (
+            "algorithm = \"gcra\"\nrestart_when_empty = true",
+            "restart_when_empty",
+        ),
+        (
+            "algorithm = \"discrete_refill\"\nrestart_when_empty = \"yes\"",
+            "restart_when_empty",
+        ),
         ("failure_policy = \"sometimes\"", "failure_policy"),
         ("failure_policy = \"fallback\"", "fallback_share"),
         (
@@ -168,6 +181,53 @@ fn the_environment_overrides_the_file_and_is_named_in_errors() {
             ("MEMCACHE_RATELIMIT_SUB_WINDOWS", "7")
         ]),
         "sub_windows (from MEMCACHE_RATELIMIT_SUB_WINDOWS)"
+    );
+}
+
+#[tokio::test]
+async fn the_discrete_refill_takes_its_amount_and_restart_from_file_or_environment() {
+    let text = "quota = \"10/5s\"\nalgorithm = \"discrete_refill\"\nrefill_amount = 3";
+    let config = Config::from_toml(text).unwrap();
+    assert_eq!(
+        config.spec().algorithm(),
+        Algorithm::DiscreteRefill {
+            refill: Some(3),
+            restart_when_empty: false
+        }
+    );
+    let limiter = config.limiter(config.store().await.unwrap()).unwrap();
+    assert!(limiter.check_n(b"alice", 10).await.unwrap().is_allowed());
+    // Above the maximum: denied, not an error.
+    assert!(limiter.check_n(b"alice", 11).await.unwrap().is_denied());
+
+    let config = Config::from_toml_with_env(
+        "algorithm = \"discrete_refill\"\nrestart_when_empty = false",
+        env(&[
+            ("MEMCACHE_RATELIMIT_REFILL_AMOUNT", "4"),
+            ("MEMCACHE_RATELIMIT_RESTART_WHEN_EMPTY", "true"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        config.spec().algorithm(),
+        Algorithm::DiscreteRefill {
+            refill: Some(4),
+            restart_when_empty: true
+        }
+    );
+    let failing = |pairs: &[(&str, &str)]| {
+        Config::from_toml_with_env("algorithm = \"discrete_refill\"", env(pairs))
+            .unwrap_err()
+            .field()
+            .to_owned()
+    };
+    assert_eq!(
+        failing(&[("MEMCACHE_RATELIMIT_REFILL_AMOUNT", "0")]),
+        "refill_amount (from MEMCACHE_RATELIMIT_REFILL_AMOUNT)"
+    );
+    assert_eq!(
+        failing(&[("MEMCACHE_RATELIMIT_RESTART_WHEN_EMPTY", "yes")]),
+        "MEMCACHE_RATELIMIT_RESTART_WHEN_EMPTY"
     );
 }
 

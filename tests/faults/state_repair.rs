@@ -13,7 +13,7 @@ use common::states::{self, Algorithm};
 use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::store::PutCondition;
 use memcache_ratelimit::{Decision, Limiter, RateLimiter};
-use memcache_ratelimit::{Gcra, HybridQuota, SlidingLog, TokenBucket};
+use memcache_ratelimit::{DiscreteRefill, Gcra, HybridQuota, SlidingLog, TokenBucket};
 
 const YEAR_2200: i64 = 7_258_118_400;
 
@@ -103,6 +103,14 @@ async fn hybrid_quota_state_from_the_far_future_is_clamped() {
     spent_all_in_2200_then_asked_now(&f, &quota, "hybrid quota", Duration::from_secs(121)).await;
 }
 
+#[tokio::test]
+async fn discrete_refill_state_from_the_far_future_is_clamped() {
+    let f = common::memory();
+    let bucket = f.limiter(DiscreteRefill::builder, "10/minute");
+    // One refill of the whole bucket (60 s) after a mark clamped to the skew.
+    spent_all_in_2200_then_asked_now(&f, &bucket, "discrete refill", Duration::from_secs(61)).await;
+}
+
 const DAY: Duration = Duration::from_secs(86_400);
 const NANOS: i64 = 1_000_000_000;
 
@@ -182,6 +190,9 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
                     }
                     Algorithm::SlidingLog => states::sliding_log(now, &[0; 9]),
                     Algorithm::HybridQuota => states::hybrid_quota('s', "-1e300", &now.to_string()),
+                    Algorithm::DiscreteRefill { .. } => {
+                        states::discrete_refill("99", &now.to_string())
+                    }
                     window => states::not_cas(window),
                 },
             ];

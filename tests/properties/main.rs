@@ -6,5 +6,6 @@
 mod common;
 
 mod all_properties;
+mod discrete_refill_properties;
 mod linear_properties;
 mod state_repair_properties;

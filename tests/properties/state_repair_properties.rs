@@ -91,6 +91,13 @@ fn stored(algorithm: Algorithm) -> BoxedStrategy<Vec<u8>> {
         Algorithm::HybridQuota => (prop_oneof![Just('b'), Just('s')], count(), time())
             .prop_map(|(mode, bucket, time)| states::hybrid_quota(mode, &bucket, &time))
             .boxed(),
+        Algorithm::DiscreteRefill { .. } => {
+            let tokens = prop_oneof![(0u64..=10).prop_map(|n| n.to_string()), count()];
+            let tag = prop_oneof![4 => Just("dr1"), 1 => Just("dr2")];
+            (tag, tokens, time())
+                .prop_map(|(tag, tokens, mark)| format!("{tag} {tokens} {mark}").into_bytes())
+                .boxed()
+        }
         window => states::not_cas(window),
     };
     prop_oneof![1 => bytes, 4 => encoded].boxed()
@@ -201,4 +208,8 @@ property!(
 property!(
     hybrid_quota_decides_within_bounds_on_any_stored_value,
     states::HYBRID_QUOTA
+);
+property!(
+    discrete_refill_decides_within_bounds_on_any_stored_value,
+    states::DISCRETE_REFILL
 );

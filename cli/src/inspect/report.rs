@@ -128,6 +128,9 @@ impl Report {
             }
             Algorithm::SlidingLog => states::sliding_log(raw.as_deref(), now, period, limit),
             Algorithm::HybridQuota => states::hybrid_quota(value, now, period, limit),
+            Algorithm::DiscreteRefill { refill, .. } => {
+                states::discrete_refill(value, now, period, limit, refill.unwrap_or(limit))
+            }
         };
         let (state, remaining, reset) = decoded;
         report.state = Some(state);

@@ -10,10 +10,12 @@
 //! - [`policy`] and [`stats`]: the retry settings and the counters;
 //! - one file per algorithm: [`token_bucket`](mod@token_bucket),
 //!   [`gcra`](mod@gcra), [`sliding_log`](mod@sliding_log),
-//!   [`hybrid_quota`](mod@hybrid_quota).
+//!   [`hybrid_quota`](mod@hybrid_quota),
+//!   [`discrete_refill`](mod@discrete_refill).
 
 mod combining;
 mod core;
+mod discrete_refill;
 mod gcra;
 mod hybrid_quota;
 mod optimistic;
@@ -26,6 +28,8 @@ mod stats;
 mod tests;
 mod token_bucket;
 
+pub use self::discrete_refill::DiscreteRefill;
+pub(crate) use self::discrete_refill::{discrete_refill, DiscreteRefillCore};
 pub(crate) use self::gcra::{gcra, GcraCore};
 pub use self::gcra::{Gcra, Reservation};
 pub use self::hybrid_quota::HybridQuota;

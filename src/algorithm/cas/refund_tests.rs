@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::core::CasCore;
 use super::optimistic::CasLimiter;
 use super::tests::{limiter_on, Waiting};
-use super::{gcra, hybrid_quota, sliding_log, token_bucket};
+use super::{discrete_refill, gcra, hybrid_quota, sliding_log, token_bucket};
 use crate::error::Error;
 use crate::store::Store;
 use crate::MemoryStore;
@@ -64,8 +64,15 @@ async fn restores<C: CasCore>(store: Arc<dyn Store>, core: impl Fn() -> C) {
     run(&limiter, Op::Refund(0)).await.unwrap();
     run(&limiter, Op::Refund(5)).await.unwrap();
     assert_eq!(run(&limiter, Op::Check(10)).await.unwrap(), Some(0));
-    let error = run(&limiter, Op::Refund(11)).await.unwrap_err();
-    assert!(matches!(error, Error::CostExceedsLimit { .. }), "{error}");
+    let refund = run(&limiter, Op::Refund(11)).await;
+    if limiter.core.capacity() < 11 {
+        let error = refund.unwrap_err();
+        assert!(matches!(error, Error::CostExceedsLimit { .. }), "{error}");
+    } else {
+        // The discrete refill takes any cost: a full bucket back, no more.
+        assert_eq!(refund.unwrap(), None);
+        assert_eq!(run(&limiter, Op::Check(10)).await.unwrap(), Some(0));
+    }
     let stats = limiter.stats();
     assert_eq!((stats.conflicts, stats.exhausted), (0, 0));
 
@@ -106,6 +113,13 @@ async fn a_refund_restores_a_sliding_log() {
 #[tokio::test]
 async fn a_refund_restores_a_hybrid_quota() {
     let core = || hybrid_quota("10/minute".parse().unwrap()).unwrap();
+    restores(Arc::new(MemoryStore::new()), core).await;
+    restores(Arc::new(Waiting::default()), core).await;
+}
+
+#[tokio::test]
+async fn a_refund_restores_a_discrete_refill() {
+    let core = || discrete_refill(Some(3), true, "10/minute".parse().unwrap()).unwrap();
     restores(Arc::new(MemoryStore::new()), core).await;
     restores(Arc::new(Waiting::default()), core).await;
 }

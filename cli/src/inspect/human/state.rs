@@ -47,6 +47,7 @@ fn stored(out: &mut String, report: &Report, key: &Key, state: &State) {
             "a version byte, the oldest time (i64 LE, unix ns), then LEB128 gaps"
         }
         Detail::HybridQuota { .. } => "<b(ursty)|s(mooth)> <bucket> <time, unix ns>",
+        Detail::DiscreteRefill { .. } => "dr1 <tokens> <refill mark, unix ns>",
     };
     let value = match (&key.value, key.value_encoding) {
         (None, _) => "(absent: a new client)".to_owned(),
@@ -177,6 +178,34 @@ fn now(out: &mut String, report: &Report, detail: &Detail) {
                 out,
                 "tokens",
                 format!("{} of {} now", show_tokens(*tokens), report.limit),
+            );
+        }
+        Detail::DiscreteRefill {
+            refill,
+            refill_every_ms,
+            stored_tokens,
+            stored_mark_unix_ms,
+            mark_unix_ms,
+            tokens,
+            ..
+        } => {
+            if let (Some(stored), Some(mark)) = (stored_tokens, stored_mark_unix_ms) {
+                let stored = show_count(*stored as f64, "token");
+                line(
+                    out,
+                    "",
+                    format!("= {stored}, refill mark {}", show_time(*mark)),
+                );
+            }
+            line(
+                out,
+                "tokens",
+                format!(
+                    "{tokens} of {} now, {refill} more every {} after the mark ({})",
+                    report.limit,
+                    show_wait_f(*refill_every_ms),
+                    show_time(*mark_unix_ms)
+                ),
             );
         }
     }

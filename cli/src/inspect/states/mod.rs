@@ -3,6 +3,7 @@
 //! A value that does not decode is `unreadable`, and read as a new
 //! client's, as the library reads it.
 
+mod discrete_refill;
 mod gcra;
 mod hybrid_quota;
 mod sliding_log;
@@ -10,6 +11,7 @@ mod token_bucket;
 
 use serde::Serialize;
 
+pub use discrete_refill::discrete_refill;
 pub use gcra::gcra;
 pub use hybrid_quota::hybrid_quota;
 pub use sliding_log::sliding_log;
@@ -66,6 +68,18 @@ pub enum Detail {
         next_refill_ms: Option<u64>,
         full_in_ms: u64,
     },
+    DiscreteRefill {
+        refill: u64,
+        refill_every_ms: f64,
+        stored_tokens: Option<u64>,
+        stored_mark_unix_ms: Option<i64>,
+        /// The refill mark as of the reading: moved by the whole periods
+        /// since the stored one.
+        mark_unix_ms: i64,
+        tokens: u64,
+        next_refill_ms: Option<u64>,
+        full_in_ms: u64,
+    },
 }
 
 impl Detail {
@@ -89,6 +103,11 @@ impl Detail {
                 ..
             }
             | Detail::HybridQuota {
+                next_refill_ms,
+                full_in_ms,
+                ..
+            }
+            | Detail::DiscreteRefill {
                 next_refill_ms,
                 full_in_ms,
                 ..
@@ -189,6 +208,8 @@ mod tests {
                 let _ = token_bucket(Some(value), NOW, MINUTE, limit, limit);
                 let _ = gcra(Some(value), NOW, MINUTE, limit, limit);
                 let _ = hybrid_quota(Some(value), NOW, MINUTE, limit);
+                let _ = discrete_refill(Some(value), NOW, MINUTE, limit, limit);
+                let _ = discrete_refill(Some(&format!("dr1 {value}")), NOW, MINUTE, limit, 1);
             }
         }
         let mut far = vec![1];
