@@ -10,7 +10,9 @@
 //! - `simulate`: every algorithm against an exact sliding window (the
 //!   `simulations` crate);
 //! - `bench`: decisions/s and latency against a local memcached (the
-//!   `bench` crate).
+//!   `bench` crate);
+//! - `serve`: the rate limits over the Redis protocol, for clients in any
+//!   language (the `memcache-ratelimit-server` crate).
 //!
 //! The limiter is configured as a service configures it: `--config FILE`
 //! (or `MEMCACHE_RATELIMIT_CONFIG`), the `MEMCACHE_RATELIMIT_*` variables,
@@ -23,6 +25,7 @@ mod describe;
 mod inspect;
 mod limiter;
 mod report;
+mod serve;
 mod watch;
 
 use std::process::ExitCode;
@@ -124,6 +127,13 @@ enum Command {
     /// Measure decisions/s and latency of every algorithm against a local
     /// memcached (report on stdout).
     Bench(memcache_ratelimit_bench::matrix::Args),
+    /// Serve the rate limits over the Redis protocol (RESP), for clients
+    /// in any language: Smyte's RL.REDUCE, RL.GET, RL.PREDUCE and RL.PGET,
+    /// redis-cell's CL.THROTTLE, and RL.WINDOW, the sliding window. The
+    /// buckets live in memcached (--servers), shared by every instance, or
+    /// in this process. Stops on SIGTERM or Ctrl-C after answering what it
+    /// has read; exit status 0.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -158,6 +168,7 @@ fn main() -> ExitCode {
             embedded,
         )),
         Command::Simulate(args) => simulations::cli::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Serve(args) => serve::run(args).map_err(Into::into),
         Command::Bench(args) => {
             memcache_ratelimit_bench::matrix::run(args);
             Ok(ExitCode::SUCCESS)

@@ -60,6 +60,21 @@ fn find(name: &str, variable: &str, install: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{install}"))
 }
 
+/// What to do when redis-cli is not found.
+pub const REDIS_CLI_INSTALL: &str = "redis-cli was not found. Install it (Debian/Ubuntu: \
+`sudo apt-get update && sudo apt-get install -y redis-tools`, macOS: `brew install redis`), \
+or point REDIS_CLI_BIN at the binary. `.ci/run` installs it for you.";
+
+/// The redis-cli binary: `REDIS_CLI_BIN`, else `redis-cli` on `PATH` or
+/// in /usr/bin, /usr/local/bin, /usr/sbin.
+///
+/// # Panics
+///
+/// With [`REDIS_CLI_INSTALL`] when there is none.
+pub fn redis_cli() -> PathBuf {
+    find("redis-cli", "REDIS_CLI_BIN", REDIS_CLI_INSTALL)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

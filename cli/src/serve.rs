@@ -1,0 +1,142 @@
+//! `serve`: the RESP server (the `memcache-ratelimit-server` crate), on
+//! the embedded store or a memcached fleet.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use memcache_ratelimit::limiter::FailurePolicy;
+use memcache_ratelimit::store::Protocol;
+use memcache_ratelimit_server::resp::Limits;
+use memcache_ratelimit_server::{
+    Server, ServerConfig, StoreChoice, DEFAULT_LIMITS, DEFAULT_LISTEN,
+};
+
+/// How to serve.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// host:port to listen on. Loopback by default: listening elsewhere
+    /// is a choice to make explicitly.
+    #[arg(long, default_value = DEFAULT_LISTEN)]
+    listen: String,
+    /// memcached servers, comma separated (host:port,...); without them
+    /// the buckets live in this process alone (the embedded store).
+    #[arg(long)]
+    servers: Option<String>,
+    /// The protocol spoken to memcached: meta, or classic (through
+    /// twemproxy, for example).
+    #[arg(long, default_value = "meta")]
+    protocol: String,
+    /// The password clients must give with AUTH or HELLO; better given in
+    /// the environment than on a command line others can read.
+    #[arg(long, env = "MEMCACHE_RATELIMIT_REQUIREPASS", hide_env_values = true)]
+    requirepass: Option<String>,
+    /// What a decision does when the store fails: open (allow), closed
+    /// (deny) or error (reply an error).
+    #[arg(long, default_value = "open")]
+    on_failure: String,
+    /// The most connections open at once.
+    #[arg(long, default_value_t = 10_000)]
+    max_connections: usize,
+    /// The most arguments in one command.
+    #[arg(long, default_value_t = DEFAULT_LIMITS.max_args)]
+    max_args: usize,
+    /// The longest argument, in bytes.
+    #[arg(long, default_value_t = DEFAULT_LIMITS.max_bulk)]
+    max_bulk: usize,
+    /// The longest inline command (a line of text), in bytes.
+    #[arg(long, default_value_t = DEFAULT_LIMITS.max_inline)]
+    max_inline: usize,
+    /// Worker threads; the number of cores by default.
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// The configuration `args` describe; an error names the flag.
+fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
+    let protocol = match args.protocol.as_str() {
+        "meta" => Protocol::Meta,
+        "classic" => Protocol::Classic,
+        other => {
+            return Err(format!(
+                "--protocol: {other:?}: is not one of meta, classic"
+            ))
+        }
+    };
+    let store = match &args.servers {
+        None => StoreChoice::Embedded,
+        Some(list) => {
+            let servers: Vec<String> = list.split(',').map(|s| s.trim().to_owned()).collect();
+            if let Some(bad) = servers.iter().find(|s| {
+                s.rsplit_once(':')
+                    .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+            }) {
+                return Err(format!("--servers: {bad:?}: is not host:port"));
+            }
+            StoreChoice::Memcached { servers, protocol }
+        }
+    };
+    let on_failure = match args.on_failure.as_str() {
+        "open" => FailurePolicy::Open,
+        "closed" => FailurePolicy::Closed,
+        "error" => FailurePolicy::ReturnError,
+        other => {
+            return Err(format!(
+                "--on-failure: {other:?}: is not one of open, closed, error"
+            ))
+        }
+    };
+    for (flag, value) in [
+        ("--max-connections", args.max_connections),
+        ("--max-args", args.max_args),
+        ("--max-bulk", args.max_bulk),
+        ("--max-inline", args.max_inline),
+    ] {
+        if value == 0 {
+            return Err(format!("{flag}: must be at least 1"));
+        }
+    }
+    if args.threads == Some(0) {
+        return Err("--threads: must be at least 1".to_owned());
+    }
+    let config = ServerConfig {
+        listen: args.listen,
+        store,
+        requirepass: args.requirepass.filter(|p| !p.is_empty()),
+        limits: Limits {
+            max_args: args.max_args,
+            max_bulk: args.max_bulk,
+            max_inline: args.max_inline,
+        },
+        max_connections: args.max_connections,
+        on_failure,
+        shutdown_grace: Duration::from_secs(10),
+    };
+    Ok((config, args.threads))
+}
+
+/// Serves until SIGTERM or Ctrl-C; exit status 0 after a clean stop, 2 if
+/// the server could not start.
+pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
+    let (config, threads) = config(args)?;
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(threads) = threads {
+        runtime.worker_threads(threads);
+    }
+    let runtime = runtime
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the async runtime: {error}"))?;
+    runtime.block_on(async {
+        let server = Server::bind(config).await.map_err(|e| e.to_string())?;
+        let address = server.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(%address, "serving RESP");
+        server.run().await.map_err(|e| e.to_string())?;
+        tracing::info!("stopped");
+        Ok(ExitCode::SUCCESS)
+    })
+}

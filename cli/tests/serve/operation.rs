@@ -1,0 +1,116 @@
+//! The server under load and faults: the connection limit, a store that
+//! goes down (the library's failure policy decides, and `INFO` shows it),
+//! and pipelined commands batched into few memcached round trips.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use memcache_ratelimit_testkit::Memcached;
+
+use crate::process::Served;
+use crate::redis_cli::session;
+
+/// The `name:value` field of `INFO`, as a number.
+fn info_field(served: &Served, name: &str) -> u64 {
+    let info = session(served, &[], &["INFO"]);
+    info.iter()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("{name} in {info:?}"))
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{name} in {info:?}"))
+}
+
+#[test]
+fn one_connection_too_many_is_told_so() {
+    let served = Served::start(&["--max-connections", "1"]);
+    let mut first = BufReader::new(TcpStream::connect(&served.address).unwrap());
+    first.get_mut().write_all(b"PING\r\n").unwrap();
+    let mut pong = String::new();
+    first.read_line(&mut pong).unwrap();
+    assert_eq!(pong, "+PONG\r\n");
+    let mut second = TcpStream::connect(&served.address).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut refused = String::new();
+    second.read_to_string(&mut refused).unwrap();
+    assert_eq!(refused, "-ERR max number of clients reached\r\n");
+    drop(first);
+    // Once the first has gone, a new one is served.
+    let mut served_again = None;
+    for _ in 0..100 {
+        let mut third = BufReader::new(TcpStream::connect(&served.address).unwrap());
+        third.get_mut().write_all(b"PING\r\n").unwrap();
+        let mut line = String::new();
+        third.read_line(&mut line).unwrap();
+        if line == "+PONG\r\n" {
+            served_again = Some(third);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let third = served_again.expect("a connection is served once the first has closed");
+    drop(third);
+    assert!(info_field(&served, "rejected_connections") >= 1);
+}
+
+#[test]
+fn a_store_that_goes_down_is_decided_by_the_failure_policy_and_counted() {
+    let mut memcached = Memcached::start();
+    let closed = Served::start(&["--servers", &memcached.address(), "--on-failure", "closed"]);
+    let errors = Served::start(&["--servers", &memcached.address(), "--on-failure", "error"]);
+    assert_eq!(session(&closed, &[], &["RL.REDUCE k 5 60"]), ["5"]);
+    memcached.kill();
+    // Closed: denied, so no token is reported available.
+    assert_eq!(session(&closed, &[], &["RL.REDUCE k 5 60"]), ["0"]);
+    let window = session(&closed, &[], &["RL.WINDOW k 5 60"]);
+    assert_eq!(window[0], "0", "{window:?}");
+    assert!(info_field(&closed, "failures_absorbed") >= 2);
+    assert!(info_field(&closed, "store_errors") >= 2);
+    // Error: the client is told.
+    let told = session(&errors, &[], &["RL.REDUCE k 5 60"]);
+    assert!(told[0].starts_with("ERR "), "{told:?}");
+    assert!(info_field(&errors, "failures_returned") >= 1);
+    memcached.restart();
+    let mut back = Vec::new();
+    for _ in 0..100 {
+        back = session(&closed, &[], &["RL.REDUCE k2 5 60"]);
+        if back == ["5"] {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(back, ["5"], "decided by the store again once it is back");
+}
+
+/// 256 commands on as many buckets in one write: the server runs them
+/// side by side, and the library's pipeline sends their memcached calls
+/// in a few round trips, not one each.
+#[test]
+fn pipelined_commands_share_memcached_round_trips() {
+    let memcached = Memcached::start();
+    let served = Served::start(&["--servers", &memcached.address()]);
+    let before = info_field(&served, "store_round_trips");
+    let commands = 256;
+    let mut input = String::new();
+    for i in 0..commands {
+        input.push_str(&format!("RL.PREDUCE bucket-{i} 5 60000\r\n"));
+    }
+    let mut stream = BufReader::new(TcpStream::connect(&served.address).unwrap());
+    stream.get_mut().write_all(input.as_bytes()).unwrap();
+    for _ in 0..commands {
+        let mut line = String::new();
+        stream.read_line(&mut line).unwrap();
+        assert_eq!(line, ":5\r\n");
+    }
+    let trips = info_field(&served, "store_round_trips") - before;
+    let largest = info_field(&served, "store_largest_batch");
+    // Each command is a read and a compare-and-swap write: 512 store calls.
+    assert!(
+        trips <= 2 * commands / 4,
+        "{trips} round trips for {commands} commands (largest batch {largest})"
+    );
+    assert!(largest >= 8, "largest batch {largest}");
+}

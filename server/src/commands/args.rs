@@ -1,0 +1,63 @@
+//! Reading a command's arguments: integers as Redis reads them, option
+//! names without regard to case.
+
+/// `bytes` as a signed 64-bit decimal integer: an optional `-` or `+`, then
+/// digits only, with no spaces; `None` for anything else, including a
+/// value out of range.
+pub fn integer(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Whether `bytes` is the option `name`, in any case.
+pub fn is(bytes: &[u8], name: &str) -> bool {
+    bytes.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// `bytes` as text for an error message: lossy, and cut at 128 bytes so
+/// that a huge argument makes a short error.
+pub fn shown(bytes: &[u8]) -> String {
+    let cut = &bytes[..bytes.len().min(128)];
+    String::from_utf8_lossy(cut).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_read_strictly() {
+        assert_eq!(integer(b"0"), Some(0));
+        assert_eq!(integer(b"-12"), Some(-12));
+        assert_eq!(integer(b"+7"), Some(7));
+        assert_eq!(integer(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(integer(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"1e3",
+            b"0x10",
+            b"9223372036854775808",
+            b"--1",
+            b"\xff",
+        ] {
+            assert_eq!(integer(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn options_ignore_case_and_errors_stay_short() {
+        assert!(is(b"TaKe", "take"));
+        assert!(!is(b"takes", "take"));
+        assert_eq!(shown(&[b'a'; 1000]).len(), 128);
+        assert_eq!(shown(b"\xffx"), "\u{fffd}x");
+    }
+}

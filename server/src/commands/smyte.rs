@@ -1,0 +1,222 @@
+//! Smyte's commands: `RL.REDUCE`, `RL.GET`, `RL.PREDUCE` and `RL.PGET`, on
+//! the library's discrete-refill bucket ([`Algorithm::DiscreteRefill`]).
+//!
+//! Their grammar, errors and replies are those of Smyte's server (Yunjing
+//! Xu, "High-performance rate limiting", Smyte Blog, 2016,
+//! <https://medium.com/the-smyte-blog/rate-limiter-df3408325846>; source
+//! and tests: <https://github.com/smyte/ratelimit>, `RateLimitHandler.cpp`):
+//!
+//! ```text
+//! RL.REDUCE key max refilltime [REFILL amount] [TAKE tokens] [AT timestamp] [STRICT]
+//! RL.GET    key max refilltime [REFILL amount] [AT timestamp] [STRICT]
+//! ```
+//!
+//! The `P` variants take `refilltime` and `AT` in milliseconds instead of
+//! seconds. Options come in any order and any case, and a repeated one
+//! counts its last value. The reply is the number of tokens available
+//! before the reduction; the bucket then holds `max(available − tokens,
+//! 0)`, so a reduction larger than what is left empties it. `TAKE 0` and
+//! `GET` read without writing. The parameters (`max`, `refilltime`,
+//! `REFILL`) name the bucket, so the same key with other parameters is
+//! another bucket, and `RL.REDUCE a 10 5` and `RL.PREDUCE a 10 5000` are
+//! the same one.
+
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use memcache_ratelimit::{Algorithm, Quota};
+
+use super::args::{integer, is};
+use crate::limiters::{LimiterKey, Limiters};
+use crate::resp::Reply;
+
+/// Smyte's error for an argument that is not an integer, or out of range.
+pub const INVALID_INTEGER: &str = "Value is not an integer or out of range";
+/// Smyte's error for an unknown or misplaced option.
+pub const SYNTAX_ERROR: &str = "Syntax error";
+
+/// The namespace of these commands' keys.
+const NAMESPACE: &str = "rl";
+
+/// Which of the commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    /// The command's name, in lower case, for the arity error.
+    pub name: &'static str,
+    /// `refilltime` and `AT` in milliseconds.
+    pub millis: bool,
+    /// Takes tokens (`TAKE`, default 1).
+    pub reduce: bool,
+}
+
+impl Variant {
+    pub const REDUCE: Self = Self::new("rl.reduce", false, true);
+    pub const GET: Self = Self::new("rl.get", false, false);
+    pub const PREDUCE: Self = Self::new("rl.preduce", true, true);
+    pub const PGET: Self = Self::new("rl.pget", true, false);
+
+    const fn new(name: &'static str, millis: bool, reduce: bool) -> Self {
+        Self {
+            name,
+            millis,
+            reduce,
+        }
+    }
+
+    /// The most arguments after the command's name: `key max refilltime`,
+    /// then `REFILL n`, `AT t` and `STRICT`, and `TAKE n` for a reduction.
+    fn max_args(self) -> usize {
+        if self.reduce {
+            10
+        } else {
+            8
+        }
+    }
+}
+
+/// A parsed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub key: Bytes,
+    pub max: u64,
+    pub refill_ms: u64,
+    pub refill: u64,
+    pub take: u64,
+    /// The client's time, unix milliseconds; the server's when `None`.
+    pub at_ms: Option<i64>,
+    pub strict: bool,
+}
+
+/// Reads `args` (the command's name first) as Smyte's server does: the
+/// arity, then `max` and `refilltime`, then the options left to right
+/// (each value read as an integer before its name is looked at), and the
+/// ranges last.
+pub fn parse(variant: Variant, args: &[Bytes]) -> Result<Request, Reply> {
+    let given = args.len().saturating_sub(1);
+    if !(3..=variant.max_args()).contains(&given) {
+        return Err(Reply::error(format!(
+            "Wrong number of arguments for '{}' command",
+            variant.name
+        )));
+    }
+    let invalid = || Reply::error(INVALID_INTEGER);
+    let syntax = || Reply::error(SYNTAX_ERROR);
+    let scale: i64 = if variant.millis { 1 } else { 1000 };
+    let max = integer(&args[2]).ok_or_else(invalid)?;
+    // Smyte reads refilltime as a 32-bit integer.
+    let refill_time = integer(&args[3])
+        .filter(|t| i32::try_from(*t).is_ok())
+        .ok_or_else(invalid)?;
+    let refill_ms = refill_time * scale;
+    let mut refill = max;
+    let mut take: i64 = i64::from(variant.reduce);
+    let mut at_ms = None;
+    let mut strict = false;
+    let mut i = 4;
+    while i < args.len() {
+        if is(&args[i], "strict") {
+            strict = true;
+            i += 1;
+            continue;
+        }
+        let value = args.get(i + 1).ok_or_else(syntax)?;
+        let value = integer(value).ok_or_else(invalid)?;
+        let name = &args[i];
+        i += 2;
+        if is(name, "refill") {
+            refill = value;
+        } else if is(name, "take") {
+            if !variant.reduce {
+                return Err(syntax());
+            }
+            take = value;
+        } else if is(name, "at") {
+            at_ms = Some(value.checked_mul(scale).ok_or_else(invalid)?);
+        } else {
+            return Err(syntax());
+        }
+    }
+    let positive = |v: i64| u64::try_from(v).ok().filter(|v| *v >= 1);
+    let (Some(max), Some(refill_ms), Some(refill), Ok(take)) = (
+        positive(max),
+        positive(refill_ms),
+        positive(refill),
+        u64::try_from(take),
+    ) else {
+        return Err(invalid());
+    };
+    if at_ms.is_some_and(|at| at < 0) {
+        return Err(invalid());
+    }
+    Ok(Request {
+        key: args[1].clone(),
+        max,
+        refill_ms,
+        refill,
+        take,
+        at_ms,
+        strict,
+    })
+}
+
+/// Runs `request` at `now` (when it names no time), and replies the
+/// tokens available before it.
+pub async fn run(limiters: &Limiters, request: Request, now: DateTime<Utc>) -> Reply {
+    let at = match request.at_ms {
+        Some(ms) => match DateTime::from_timestamp_millis(ms) {
+            Some(at) => at,
+            None => return Reply::error(INVALID_INTEGER),
+        },
+        None => now,
+    };
+    let Some(max) = NonZeroU64::new(request.max) else {
+        return Reply::error(INVALID_INTEGER);
+    };
+    let quota = match Quota::with_period(max, Duration::from_millis(request.refill_ms)) {
+        Ok(quota) => quota,
+        Err(error) => return Reply::error(format!("ERR {error}")),
+    };
+    // Reading (GET, TAKE 0) is a request the bucket can never grant,
+    // decided without counting denials: it writes nothing, and a denial
+    // reports the tokens available.
+    let reads = request.take == 0;
+    let cost = if reads {
+        request.max.saturating_add(1)
+    } else {
+        request.take
+    };
+    let key = LimiterKey {
+        namespace: NAMESPACE,
+        algorithm: Algorithm::DiscreteRefill {
+            refill: Some(request.refill),
+            restart_when_empty: request.strict,
+        },
+        quota,
+        denied_counted: !reads,
+    };
+    let limiter = match limiters.get(key) {
+        Ok(limiter) => limiter,
+        Err(error) => return Reply::error(format!("ERR {error}")),
+    };
+    match limiter.check_at(&request.key, cost, at).await {
+        Ok(decision) => {
+            let available = if decision.is_allowed() {
+                // An allowed decision reports what is left after it; one
+                // allowed by the failure policy knows nothing, and a read
+                // says the bucket is full.
+                let before = decision.remaining().saturating_add(cost);
+                if reads {
+                    before.min(request.max)
+                } else {
+                    before
+                }
+            } else {
+                decision.remaining()
+            };
+            Reply::Integer(i64::try_from(available).unwrap_or(i64::MAX))
+        }
+        Err(error) => Reply::error(format!("ERR {error}")),
+    }
+}

@@ -1,0 +1,153 @@
+//! `RL.WINDOW key limit window [SUBWINDOWS n] [TAKE n]`: the library's
+//! approximated sliding window, the core algorithm of this product, for
+//! clients in any language. `limit` requests per `window` seconds, over
+//! `n` sub-windows (default 4, the library's default); a request takes
+//! `TAKE` units (default 1). The reply is an array of five integers:
+//! allowed (1 or 0), the limit, the units remaining, the milliseconds
+//! until the window is empty, and the milliseconds to wait before a retry
+//! can succeed (−1 when allowed). Denied requests are not counted, as in
+//! the library's default.
+
+use std::num::NonZeroU64;
+use std::time::Duration;
+
+use bytes::Bytes;
+use memcache_ratelimit::algorithm::DEFAULT_SUB_WINDOWS;
+use memcache_ratelimit::{Algorithm, Quota};
+
+use super::args::{integer, is};
+use crate::limiters::{LimiterKey, Limiters};
+use crate::resp::Reply;
+
+const NAMESPACE: &str = "rw";
+const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+
+/// A parsed command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub key: Bytes,
+    pub limit: u64,
+    pub window_s: u64,
+    pub sub_windows: u32,
+    pub take: u64,
+}
+
+/// Reads `args`, the command's name first.
+pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
+    if !(4..=8).contains(&args.len()) {
+        return Err(Reply::error(
+            "ERR wrong number of arguments for 'rl.window' command",
+        ));
+    }
+    let positive = |arg: &Bytes| {
+        integer(arg)
+            .and_then(|v| u64::try_from(v).ok())
+            .filter(|v| *v >= 1)
+            .ok_or_else(|| Reply::error(NOT_AN_INTEGER))
+    };
+    let mut request = Request {
+        key: args[1].clone(),
+        limit: positive(&args[2])?,
+        window_s: positive(&args[3])?,
+        sub_windows: DEFAULT_SUB_WINDOWS,
+        take: 1,
+    };
+    let mut options = args[4..].chunks(2);
+    for pair in &mut options {
+        let [name, value] = pair else {
+            return Err(Reply::error("ERR syntax error"));
+        };
+        if is(name, "subwindows") {
+            request.sub_windows =
+                u32::try_from(positive(value)?).map_err(|_| Reply::error(NOT_AN_INTEGER))?;
+        } else if is(name, "take") {
+            request.take = positive(value)?;
+        } else {
+            return Err(Reply::error("ERR syntax error"));
+        }
+    }
+    Ok(request)
+}
+
+/// Runs `request` now, by the limiter's clock.
+pub async fn run(limiters: &Limiters, request: Request) -> Reply {
+    let Some(limit) = NonZeroU64::new(request.limit) else {
+        return Reply::error(NOT_AN_INTEGER);
+    };
+    let quota = match Quota::with_period(limit, Duration::from_secs(request.window_s)) {
+        Ok(quota) => quota,
+        Err(error) => return Reply::error(format!("ERR {error}")),
+    };
+    let key = LimiterKey {
+        namespace: NAMESPACE,
+        algorithm: Algorithm::SlidingWindow {
+            sub_windows: request.sub_windows,
+        },
+        quota,
+        denied_counted: false,
+    };
+    let limiter = match limiters.get(key) {
+        Ok(limiter) => limiter,
+        Err(error) => return Reply::error(format!("ERR {error}")),
+    };
+    match limiter.check_n(&request.key, request.take).await {
+        Ok(decision) => {
+            let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+            let retry = match decision.retry_after() {
+                Some(wait) if decision.is_denied() => millis(wait),
+                _ => -1,
+            };
+            Reply::Array(vec![
+                Reply::Integer(i64::from(decision.is_allowed())),
+                Reply::Integer(i64::try_from(decision.limit()).unwrap_or(i64::MAX)),
+                Reply::Integer(i64::try_from(decision.remaining()).unwrap_or(i64::MAX)),
+                Reply::Integer(millis(decision.reset_after())),
+                Reply::Integer(retry),
+            ])
+        }
+        Err(error) => Reply::error(format!("ERR {error}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<Bytes> {
+        text.split(' ')
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn options_in_any_order_and_case() {
+        let request = parse(&args("RL.WINDOW k 100 60 take 2 SubWindows 12")).unwrap();
+        assert_eq!(
+            (
+                request.limit,
+                request.window_s,
+                request.sub_windows,
+                request.take
+            ),
+            (100, 60, 12, 2)
+        );
+        let default = parse(&args("rl.window k 5 1")).unwrap();
+        assert_eq!(
+            (default.sub_windows, default.take),
+            (DEFAULT_SUB_WINDOWS, 1)
+        );
+        let error = |text: &str| match parse(&args(text)) {
+            Err(Reply::Error(message)) => message,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            error("rl.window k 5"),
+            "ERR wrong number of arguments for 'rl.window' command"
+        );
+        assert_eq!(error("rl.window k 0 60"), NOT_AN_INTEGER);
+        assert_eq!(error("rl.window k 5 -1"), NOT_AN_INTEGER);
+        assert_eq!(error("rl.window k 5 60 take"), "ERR syntax error");
+        assert_eq!(error("rl.window k 5 60 burst 2"), "ERR syntax error");
+        assert_eq!(error("rl.window k 5 60 take x"), NOT_AN_INTEGER);
+    }
+}

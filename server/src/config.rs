@@ -1,0 +1,68 @@
+//! What a server is started with.
+
+use std::time::Duration;
+
+use memcache_ratelimit::limiter::FailurePolicy;
+use memcache_ratelimit::store::Protocol;
+
+use crate::resp::Limits;
+
+/// The address the server listens on unless told otherwise: loopback, on
+/// Smyte's port.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9049";
+
+/// What one command may hold unless told otherwise: a rate-limit command
+/// has at most 10 arguments and short keys, so these leave room and keep
+/// what one connection can make the server buffer to about 4 MiB.
+pub const DEFAULT_LIMITS: Limits = Limits {
+    max_args: 64,
+    max_bulk: 64 * 1024,
+    max_inline: 64 * 1024,
+};
+
+/// Where the buckets live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The embedded store, in this process: nothing else shares it.
+    Embedded,
+    /// A memcached fleet, shared by every server instance that names it.
+    Memcached {
+        /// `host:port` of each server.
+        servers: Vec<String>,
+        /// The protocol spoken to them.
+        protocol: Protocol,
+    },
+}
+
+/// A server's settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `host:port` to listen on.
+    pub listen: String,
+    pub store: StoreChoice,
+    /// The password clients must give (`AUTH`, or `HELLO ... AUTH`), if any.
+    pub requirepass: Option<String>,
+    /// Limits on what one command may hold.
+    pub limits: Limits,
+    /// The most connections open at once; one more is told so and closed.
+    pub max_connections: usize,
+    /// What a decision does when the store fails.
+    pub on_failure: FailurePolicy,
+    /// How long a stopping server waits for its connections to finish the
+    /// commands they have read.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN.to_owned(),
+            store: StoreChoice::Embedded,
+            requirepass: None,
+            limits: DEFAULT_LIMITS,
+            max_connections: 10_000,
+            on_failure: FailurePolicy::default(),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! One client connection: read, answer every command read, write, again.
+//!
+//! Commands arrive pipelined, many per read. The connection commands are
+//! answered in order as they are read; the rate-limit commands of one read
+//! run side by side, those on one bucket in the order they came, so their
+//! store calls go out together and one store round trip serves the batch.
+//! The replies are written in the order of the commands.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use futures_util::future::join_all;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::commands::{prepare, Job, Step};
+use crate::resp::{parse, Protocol, Reply};
+use crate::session::Session;
+use crate::shared::Shared;
+
+/// The most commands answered per batch; more wait for the next one.
+const MAX_BATCH: usize = 1024;
+
+/// Serves `stream` until the client leaves, sends `QUIT` or malformed
+/// input, or the server stops (`stopping` turns true), in which case the
+/// commands already read are answered first.
+pub async fn serve(
+    mut stream: TcpStream,
+    shared: Arc<Shared>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut session = Session::new(shared.next_id(), shared.config.requirepass.is_some());
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut output = BytesMut::with_capacity(16 * 1024);
+    loop {
+        let mut commands = Vec::new();
+        let mut broken = None;
+        while commands.len() < MAX_BATCH {
+            match parse(&mut input, &shared.config.limits) {
+                Ok(Some(args)) => commands.push(args),
+                Ok(None) => break,
+                Err(error) => {
+                    broken = Some(error);
+                    break;
+                }
+            }
+        }
+        let mut close = false;
+        if !commands.is_empty() {
+            shared.stats.commands_processed.add(commands.len() as u64);
+            close = answer(&commands, &mut session, &shared, &mut output).await;
+        }
+        if let Some(error) = &broken {
+            shared.stats.protocol_errors.add(1);
+            tracing::debug!(client = session.id, %error, "protocol error; closing the connection");
+            Reply::error(format!("ERR {error}")).encode(session.protocol, &mut output);
+            close = true;
+        }
+        if !output.is_empty() {
+            if stream.write_all(&output).await.is_err() {
+                return;
+            }
+            output.clear();
+        }
+        if close || (*stopping.borrow() && commands.is_empty()) {
+            let _ = stream.shutdown().await;
+            return;
+        }
+        if commands.len() == MAX_BATCH {
+            continue;
+        }
+        tokio::select! {
+            read = stream.read_buf(&mut input) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            _ = stopping.changed() => {}
+        }
+    }
+}
+
+/// Answers `commands` into `output`; true when the connection must close
+/// after writing (`QUIT`).
+async fn answer(
+    commands: &[Vec<bytes::Bytes>],
+    session: &mut Session,
+    shared: &Shared,
+    output: &mut BytesMut,
+) -> bool {
+    let mut replies: Vec<(Protocol, Option<Reply>)> = Vec::with_capacity(commands.len());
+    let mut lanes: Vec<Vec<(usize, Job)>> = Vec::new();
+    let mut lane_of: HashMap<(&'static str, bytes::Bytes), usize> = HashMap::new();
+    let mut quit = false;
+    for args in commands {
+        let at = replies.len();
+        let step = prepare(args, session, shared);
+        replies.push((session.protocol, None));
+        match step {
+            Step::Reply(reply) => replies[at].1 = Some(reply),
+            Step::Job(job) => {
+                let (namespace, key) = job.lane();
+                let next = lanes.len();
+                let lane = *lane_of.entry((namespace, key.clone())).or_insert(next);
+                if lane == next {
+                    lanes.push(Vec::new());
+                }
+                lanes[lane].push((at, job));
+            }
+            Step::Quit => {
+                replies[at].1 = Some(Reply::ok());
+                quit = true;
+                break;
+            }
+        }
+    }
+    let done = join_all(lanes.into_iter().map(|lane| async move {
+        let mut done = Vec::with_capacity(lane.len());
+        for (at, job) in lane {
+            let name = job.name();
+            let (reply, outcome) = job.run(shared).await;
+            if let Some(counts) = shared.stats.command(name) {
+                counts.record(outcome);
+            }
+            done.push((at, reply));
+        }
+        done
+    }))
+    .await;
+    for (at, reply) in done.into_iter().flatten() {
+        replies[at].1 = Some(reply);
+    }
+    for (protocol, reply) in replies {
+        reply
+            .unwrap_or_else(|| Reply::error("ERR no reply"))
+            .encode(protocol, output);
+    }
+    quit
+}
