@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// The longest inline command (a line of text), in bytes.
     #[arg(long, default_value_t = DEFAULT_LIMITS.max_inline)]
     max_inline: usize,
+    /// Serve Prometheus metrics over HTTP on this host:port (decisions by
+    /// command and outcome, their latency, store failures).
+    #[arg(long)]
+    metrics: Option<String>,
     /// Worker threads; the number of cores by default.
     #[arg(long)]
     threads: Option<usize>,
@@ -96,6 +100,11 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
             return Err(format!("{flag}: must be at least 1"));
         }
     }
+    if let Some(address) = &args.metrics {
+        if address.parse::<std::net::SocketAddr>().is_err() {
+            return Err(format!("--metrics: {address:?}: is not an ip:port"));
+        }
+    }
     if args.threads == Some(0) {
         return Err("--threads: must be at least 1".to_owned());
     }
@@ -110,6 +119,7 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
         },
         max_connections: args.max_connections,
         on_failure,
+        metrics: args.metrics,
         shutdown_grace: Duration::from_secs(10),
     };
     Ok((config, args.threads))

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// What a decision does when the store fails.
     pub on_failure: FailurePolicy,
+    /// Where to serve Prometheus metrics (`host:port`), if anywhere.
+    pub metrics: Option<String>,
     /// How long a stopping server waits for its connections to finish the
     /// commands they have read.
     pub shutdown_grace: Duration,
@@ -62,6 +64,7 @@ impl Default for ServerConfig {
             limits: DEFAULT_LIMITS,
             max_connections: 10_000,
             on_failure: FailurePolicy::default(),
+            metrics: None,
             shutdown_grace: Duration::from_secs(10),
         }
     }

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::BytesMut;
 use futures_util::future::join_all;
@@ -120,9 +121,13 @@ async fn answer(
         let mut done = Vec::with_capacity(lane.len());
         for (at, job) in lane {
             let name = job.name();
+            let began = Instant::now();
             let (reply, outcome) = job.run(shared).await;
             if let Some(counts) = shared.stats.command(name) {
                 counts.record(outcome);
+            }
+            if shared.config.metrics.is_some() {
+                crate::metrics::decision(name, outcome, began.elapsed());
             }
             done.push((at, reply));
         }

@@ -9,13 +9,15 @@
 //! - [`resp`]: the requests (parsed here, with limits) and the replies;
 //! - `commands`: each command's arguments and what it runs;
 //! - `connection`: one client, its pipelined commands batched;
-//! - [`Server`]: the listener, the connection limit and a clean stop.
+//! - [`Server`]: the listener, the connection limit and a clean stop;
+//! - `metrics`: Prometheus metrics, with `metrics`.
 
 pub mod commands;
 pub mod config;
 mod connection;
 mod info;
 mod limiters;
+mod metrics;
 pub mod resp;
 mod server;
 mod session;

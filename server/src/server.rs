@@ -23,6 +23,9 @@ pub enum StartError {
     /// The address could not be listened on.
     #[error("listening on {address}: {source}")]
     Listen { address: String, source: io::Error },
+    /// The metrics could not be served.
+    #[error("{0}")]
+    Metrics(String),
     /// The memcached store could not be built.
     #[error("the memcached store: {0}")]
     Store(#[from] memcache_ratelimit::StoreError),
@@ -65,10 +68,13 @@ impl Server {
                 })?;
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         let limiters = Limiters::new(store, config.on_failure);
-        Ok(Self {
-            listener,
-            shared: Arc::new(Shared::new(config, limiters, port, name, memcached)),
-        })
+        let metrics = config.metrics.clone();
+        let shared = Arc::new(Shared::new(config, limiters, port, name, memcached));
+        if let Some(address) = metrics {
+            crate::metrics::install(&address).map_err(StartError::Metrics)?;
+            crate::metrics::spawn_updates(shared.clone());
+        }
+        Ok(Self { listener, shared })
     }
 
     /// The address it listens on.

@@ -114,3 +114,51 @@ fn pipelined_commands_share_memcached_round_trips() {
     );
     assert!(largest >= 8, "largest batch {largest}");
 }
+
+/// `--metrics`: Prometheus text over HTTP, with the decisions by command
+/// and outcome, their latency, and the library's store counters.
+#[test]
+fn metrics_are_served_for_prometheus() {
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let served = Served::start(&["--metrics", &metrics]);
+    assert_eq!(
+        session(&served, &[], &["RL.REDUCE m 1 60", "RL.REDUCE m 1 60", "RL.GET m 1 60"]),
+        ["1", "0", "0"]
+    );
+    let mut body = String::new();
+    for _ in 0..100 {
+        body = http_get(&metrics, "/metrics");
+        if body.contains("ratelimit_decisions_total") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for line in [
+        r#"ratelimit_server_decisions_total{command="rl.reduce",outcome="allowed"} 1"#,
+        r#"ratelimit_server_decisions_total{command="rl.reduce",outcome="denied"} 1"#,
+        r#"ratelimit_server_decisions_total{command="rl.get",outcome="read"} 1"#,
+        r#"ratelimit_server_decision_seconds_count{command="rl.reduce"} 2"#,
+        r#"ratelimit_store_failures_total{limiter="serve",kind="error"} 0"#,
+    ] {
+        assert!(body.contains(line), "{line} in\n{body}");
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http_get(address: &str, path: &str) -> String {
+    let Ok(mut stream) = TcpStream::connect(address) else {
+        return String::new();
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
