@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 /// Whether a request may go ahead, and the state of the client's limit to
 /// report back to it (for example in `RateLimit` and `Retry-After` headers).
 ///
@@ -40,6 +42,8 @@ pub struct Decision {
     retry_after: Option<Duration>,
     used: f64,
     under_failure: bool,
+    /// [`session_start`](Self::session_start), unix nanoseconds.
+    session_start: Option<i64>,
 }
 
 impl Decision {
@@ -53,6 +57,7 @@ impl Decision {
             retry_after: None,
             used: limit.saturating_sub(remaining) as f64,
             under_failure: false,
+            session_start: None,
         }
     }
 
@@ -72,6 +77,7 @@ impl Decision {
             retry_after: Some(retry_after),
             used: limit.saturating_sub(remaining) as f64,
             under_failure: false,
+            session_start: None,
         }
     }
 
@@ -133,18 +139,62 @@ impl Decision {
         self.under_failure
     }
 
-    /// Marks the decision as made under the failure policy.
+    /// When the client's current session started, for
+    /// [`Sessionize`](crate::Sessionize) (Smyte's `RL.SESSIONIZE`): the
+    /// time of the last request it allowed, this one's own time if it was
+    /// allowed. `None` for every other algorithm, and for a decision made
+    /// under the failure policy, which knows nothing stored (the
+    /// fallback's local stand-in keeps sessions of its own, not the
+    /// store's).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore, Sessionize};
+    /// use std::sync::Arc;
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = Arc::new(MemoryStore::new());
+    /// let at = "2026-11-25T10:00:00Z".parse()?;
+    /// let sessions = Sessionize::builder("1/hour".parse()?, store.clone()).build()?;
+    /// assert_eq!(sessions.check_at(b"alice", 1, at).await?.session_start(), Some(at));
+    /// let window = FixedWindow::builder("1/hour".parse()?, store).build()?;
+    /// assert_eq!(window.check_at(b"alice", 1, at).await?.session_start(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn session_start(&self) -> Option<DateTime<Utc>> {
+        self.session_start.map(DateTime::from_timestamp_nanos)
+    }
+
+    /// The same decision, reporting a session started at `nanos` (unix
+    /// nanoseconds).
     #[must_use]
+    pub(crate) fn with_session_start(mut self, nanos: i64) -> Self {
+        self.session_start = Some(nanos);
+        self
+    }
+
+    /// The same decision, reporting `other`'s session start (or none).
+    #[must_use]
+    pub(crate) fn with_session_of(mut self, other: &Decision) -> Self {
+        self.session_start = other.session_start;
+        self
+    }
+
     /// The same decision with `cost` units given back: as many more
     /// remaining, up to the limit.
+    #[must_use]
     pub(crate) fn refunded(mut self, cost: u64) -> Self {
         self.remaining = self.remaining.saturating_add(cost).min(self.limit);
         self.used = (self.used - cost as f64).max(0.0);
         self
     }
 
+    /// Marks the decision as made under the failure policy, which knows
+    /// no session stored.
+    #[must_use]
     pub(crate) fn made_under_failure(mut self) -> Self {
         self.under_failure = true;
+        self.session_start = None;
         self
     }
 

@@ -25,7 +25,9 @@
 //! - [`HybridQuota`]: Tony Finch's hybrid quota, bursty for quiet clients
 //!   and held to an even rate once a client spends its whole quota.
 //! - [`DiscreteRefill`]: Smyte's token bucket, whose tokens come back in
-//!   whole steps at each whole period.
+//!   whole steps at each whole period, and [`Sessionize`], the same bucket
+//!   always strict, telling when the client's session started
+//!   ([`Decision::session_start`]).
 //! - All run on any [`Store`](store::Store): [`MemcachedStore`] (one server
 //!   or a fleet, meta protocol) or [`MemoryStore`] (embedded, in process,
 //!   with memcached's rules).
@@ -140,6 +142,7 @@
 //! | [`SlidingLog`] | exactly `limit` in every period | a read and a compare-and-swap write of up to `limit` timestamps |
 //! | [`HybridQuota`] | bursty when quiet, an even rate after | a read and a compare-and-swap write |
 //! | [`DiscreteRefill`] | `max` at once, then `refill` more at each whole period after the client's mark | a read and a compare-and-swap write |
+//! | [`Sessionize`] | as [`DiscreteRefill`], denials counted, plus the session's start | a read and a compare-and-swap write, denials too |
 //!
 //! How accurate each one is, measured by the `simulations` crate against
 //! an exact sliding window on many kinds of traffic, is in the README's
@@ -167,8 +170,8 @@ mod stack_text;
 pub mod store;
 
 pub use algorithm::{
-    Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, SlidingLog, SlidingWindow,
-    TokenBucket,
+    Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, Sessionize, SlidingLog,
+    SlidingWindow, TokenBucket,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::Decision;

@@ -61,6 +61,7 @@ impl Case {
             A::SlidingLog => "log".into(),
             A::HybridQuota => "hq".into(),
             A::DiscreteRefill { .. } => "dr".into(),
+            A::Sessionize { .. } => "ds".into(),
         }
     }
 

@@ -457,6 +457,7 @@ fn inspect_decodes_the_compare_and_swap_states() {
         "sliding_log",
         "hybrid_quota",
         "discrete_refill",
+        "sessionize",
     ] {
         for _ in 0..2 {
             let output = cli(&run("check", algorithm, &["alice"]));
@@ -491,6 +492,16 @@ fn inspect_decodes_the_compare_and_swap_states() {
                 assert!(value.starts_with("dr1 1 "), "{report}");
                 assert_eq!(state["tokens"], 1, "{report}");
                 assert_eq!(next, full, "{report}");
+                assert!(next > 50_000 && next <= 60_000, "{report}");
+            }
+            "sessionize" => {
+                // The same bucket, and the session of the second request.
+                let value = report["keys"][0]["value"].as_str().expect("a value");
+                let words: Vec<&str> = value.split(' ').collect();
+                assert_eq!(words[..2], ["ds1", "1"], "{report}");
+                let start = words[3].parse::<i64>().unwrap().div_euclid(1_000_000);
+                assert_eq!(state["session_start_unix_ms"], start, "{report}");
+                assert_eq!(state["tokens"], 1, "{report}");
                 assert!(next > 50_000 && next <= 60_000, "{report}");
             }
             _ => {

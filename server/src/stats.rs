@@ -50,11 +50,13 @@ impl CommandCounts {
 }
 
 /// The rate-limit commands, in the order `INFO` lists them.
-pub const RATE_COMMANDS: [&str; 6] = [
+pub const RATE_COMMANDS: [&str; 8] = [
     "rl.reduce",
     "rl.get",
     "rl.preduce",
     "rl.pget",
+    "rl.sessionize",
+    "rl.psessionize",
     "cl.throttle",
     "rl.window",
 ];
@@ -68,7 +70,7 @@ pub struct Stats {
     pub commands_processed: Counter,
     pub protocol_errors: Counter,
     pub auth_failures: Counter,
-    pub commands: [CommandCounts; 6],
+    pub commands: [CommandCounts; 8],
 }
 
 impl Stats {

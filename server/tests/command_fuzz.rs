@@ -38,13 +38,42 @@ fn start() -> SocketAddr {
     rx.recv_timeout(Duration::from_secs(30)).unwrap()
 }
 
-const NAMES: [&str; 17] = [
-    "RL.REDUCE", "rl.get", "Rl.PReduce", "RL.PGET", "CL.THROTTLE", "rl.window", "PING", "ECHO",
-    "HELLO", "AUTH", "CLIENT", "COMMAND", "SELECT", "INFO", "SETINFO", "GET", "rl.",
+const NAMES: [&str; 19] = [
+    "RL.REDUCE",
+    "rl.get",
+    "Rl.PReduce",
+    "RL.PGET",
+    "RL.SESSIONIZE",
+    "rl.PSessionize",
+    "CL.THROTTLE",
+    "rl.window",
+    "PING",
+    "ECHO",
+    "HELLO",
+    "AUTH",
+    "CLIENT",
+    "COMMAND",
+    "SELECT",
+    "INFO",
+    "SETINFO",
+    "GET",
+    "rl.",
 ];
 const WORDS: [&str; 14] = [
-    "take", "AT", "refill", "STRICT", "subwindows", "setname", "getname", "setinfo", "lib-name",
-    "docs", "count", "id", "3", "2",
+    "take",
+    "AT",
+    "refill",
+    "STRICT",
+    "subwindows",
+    "setname",
+    "getname",
+    "setinfo",
+    "lib-name",
+    "docs",
+    "count",
+    "id",
+    "3",
+    "2",
 ];
 
 fn argument() -> impl Strategy<Value = Vec<u8>> {

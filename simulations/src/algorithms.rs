@@ -206,6 +206,7 @@ fn names(algorithm: Algorithm) -> (String, String) {
         Algorithm::SlidingLog => named("sliding-log", "sliding log"),
         Algorithm::HybridQuota => named("hybrid-quota", "hybrid quota"),
         Algorithm::DiscreteRefill { .. } => named("discrete-refill", "discrete refill"),
+        Algorithm::Sessionize { .. } => named("sessionize", "sessionize"),
     }
 }
 

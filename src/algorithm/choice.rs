@@ -46,6 +46,14 @@ pub enum Algorithm {
         /// refill period (Smyte's `STRICT` flag).
         restart_when_empty: bool,
     },
+    /// [`Sessionize`](super::Sessionize): Smyte's sessionizing bucket, the
+    /// discrete refill always strict and restarting when empty, reporting
+    /// when the client's session started.
+    Sessionize {
+        /// The tokens that come back at each whole period (default: the
+        /// quota's limit).
+        refill: Option<u64>,
+    },
 }
 
 impl Default for Algorithm {
@@ -62,7 +70,7 @@ impl Default for Algorithm {
 impl Algorithm {
     /// The algorithm's name in configuration files and metrics:
     /// `sliding_window`, `fixed_window`, `token_bucket`, `gcra`,
-    /// `sliding_log`, `hybrid_quota` or `discrete_refill`.
+    /// `sliding_log`, `hybrid_quota`, `discrete_refill` or `sessionize`.
     pub fn name(&self) -> &'static str {
         match self {
             Self::SlidingWindow { .. } => "sliding_window",
@@ -72,14 +80,15 @@ impl Algorithm {
             Self::SlidingLog => "sliding_log",
             Self::HybridQuota => "hybrid_quota",
             Self::DiscreteRefill { .. } => "discrete_refill",
+            Self::Sessionize { .. } => "sessionize",
         }
     }
 
     /// Every algorithm, by [`name`](Self::name), with its default
     /// parameters: 4 sub-windows, the token bucket's capacity, GCRA's
-    /// burst and the discrete refill's amount left to the quota's limit,
-    /// no restart when empty.
-    pub const ALL: [Algorithm; 7] = [
+    /// burst and the discrete refill's and sessionize's amount left to the
+    /// quota's limit, no restart when empty.
+    pub const ALL: [Algorithm; 8] = [
         Self::SlidingWindow { sub_windows: 4 },
         Self::FixedWindow,
         Self::TokenBucket { capacity: None },
@@ -90,6 +99,7 @@ impl Algorithm {
             refill: None,
             restart_when_empty: false,
         },
+        Self::Sessionize { refill: None },
     ];
 
     /// The algorithm called `name` (see [`name`](Self::name)), with its
@@ -118,7 +128,7 @@ impl Algorithm {
 
     /// Whether the algorithm decides by compare-and-swap, and so takes a
     /// [`CasPolicy`](super::CasPolicy): the token bucket, GCRA, the sliding log, the
-    /// hybrid quota and the discrete refill.
+    /// hybrid quota, the discrete refill and sessionize.
     pub fn uses_cas(&self) -> bool {
         matches!(
             self,
@@ -127,6 +137,7 @@ impl Algorithm {
                 | Self::SlidingLog
                 | Self::HybridQuota
                 | Self::DiscreteRefill { .. }
+                | Self::Sessionize { .. }
         )
     }
 }
@@ -136,7 +147,8 @@ impl std::fmt::Display for Algorithm {
     /// `SlidingWindow n=4`, `FixedWindow`, `TokenBucket`,
     /// `TokenBucket capacity=10`, `Gcra`, `Gcra burst=3`, `SlidingLog`,
     /// `HybridQuota`, `DiscreteRefill`, `DiscreteRefill refill=3`,
-    /// `DiscreteRefill refill=3 restart_when_empty`.
+    /// `DiscreteRefill refill=3 restart_when_empty`, `Sessionize`,
+    /// `Sessionize refill=3`.
     ///
     /// ```
     /// use memcache_ratelimit::Algorithm;
@@ -146,6 +158,7 @@ impl std::fmt::Display for Algorithm {
     /// assert_eq!(Algorithm::Gcra { burst: Some(3) }.to_string(), "Gcra burst=3");
     /// let smyte = Algorithm::DiscreteRefill { refill: Some(3), restart_when_empty: true };
     /// assert_eq!(smyte.to_string(), "DiscreteRefill refill=3 restart_when_empty");
+    /// assert_eq!(Algorithm::Sessionize { refill: Some(3) }.to_string(), "Sessionize refill=3");
     /// ```
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -174,6 +187,10 @@ impl std::fmt::Display for Algorithm {
                 }
                 Ok(())
             }
+            Self::Sessionize { refill: None } => f.write_str("Sessionize"),
+            Self::Sessionize {
+                refill: Some(tokens),
+            } => write!(f, "Sessionize refill={tokens}"),
         }
     }
 }

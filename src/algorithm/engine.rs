@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use super::cas::{discrete_refill, gcra, hybrid_quota, sliding_log, token_bucket};
+use super::cas::{discrete_refill, gcra, hybrid_quota, sessionize, sliding_log, token_bucket};
 use super::cas::{CasLimiter, CasPolicy, CasStats};
-use super::cas::{DiscreteRefillCore, GcraCore, HybridQuotaCore, SlidingLogCore, TokenBucketCore};
+use super::cas::{DiscreteRefillCore, GcraCore, HybridQuotaCore, SessionizeCore};
+use super::cas::{SlidingLogCore, TokenBucketCore};
 use super::choice::Algorithm;
 use super::inspect::Inspection;
 use super::settings::Settings;
@@ -27,6 +28,7 @@ pub(crate) enum Engine {
     SlidingLog(CasLimiter<SlidingLogCore>),
     HybridQuota(CasLimiter<HybridQuotaCore>),
     DiscreteRefill(CasLimiter<DiscreteRefillCore>),
+    Sessionize(CasLimiter<SessionizeCore>),
 }
 
 impl Engine {
@@ -67,6 +69,9 @@ impl Engine {
                 discrete_refill(refill, restart_when_empty, quota)?,
                 cas,
             )),
+            Algorithm::Sessionize { refill } => {
+                Self::Sessionize(CasLimiter::new(settings, sessionize(refill, quota)?, cas))
+            }
         })
     }
 
@@ -85,6 +90,7 @@ impl Engine {
             Self::SlidingLog(engine) => engine.check_nanos(client, cost, now).await,
             Self::HybridQuota(engine) => engine.check_nanos(client, cost, now).await,
             Self::DiscreteRefill(engine) => engine.check_nanos(client, cost, now).await,
+            Self::Sessionize(engine) => engine.check_nanos(client, cost, now).await,
         }
     }
 
@@ -114,6 +120,7 @@ impl Engine {
             Self::SlidingLog(engine) => engine.refund(client, cost, now).await,
             Self::HybridQuota(engine) => engine.refund(client, cost, now).await,
             Self::DiscreteRefill(engine) => engine.refund(client, cost, now).await,
+            Self::Sessionize(engine) => engine.refund(client, cost, now).await,
         }
     }
 
@@ -126,6 +133,7 @@ impl Engine {
             Self::SlidingLog(engine) => engine.reset(client).await,
             Self::HybridQuota(engine) => engine.reset(client).await,
             Self::DiscreteRefill(engine) => engine.reset(client).await,
+            Self::Sessionize(engine) => engine.reset(client).await,
         }
     }
 
@@ -138,6 +146,7 @@ impl Engine {
             Self::SlidingLog(engine) => engine.inspect(client).await,
             Self::HybridQuota(engine) => engine.inspect(client).await,
             Self::DiscreteRefill(engine) => engine.inspect(client).await,
+            Self::Sessionize(engine) => engine.inspect(client).await,
         }
     }
 
@@ -151,6 +160,7 @@ impl Engine {
             Self::SlidingLog(engine) => vec![engine.key(client)],
             Self::HybridQuota(engine) => vec![engine.key(client)],
             Self::DiscreteRefill(engine) => vec![engine.key(client)],
+            Self::Sessionize(engine) => vec![engine.key(client)],
         }
     }
 
@@ -164,6 +174,7 @@ impl Engine {
             Self::SlidingLog(engine) => engine.stats(),
             Self::HybridQuota(engine) => engine.stats(),
             Self::DiscreteRefill(engine) => engine.stats(),
+            Self::Sessionize(engine) => engine.stats(),
         }
     }
 }

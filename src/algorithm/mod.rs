@@ -11,6 +11,7 @@
 //! | [`SlidingLog`] | 1 read + 1 compare-and-swap write of up to `limit` timestamps (≤ [`MAX_LOG_LIMIT`]); a denial only reads, unless strict | 1 | exact over every window of one period |
 //! | [`HybridQuota`] | 1 read + 1 compare-and-swap write; a denial in bursty mode only reads, unless strict | 1 | bursty clients: at most the limit in a fixed window of their own; smooth clients: the rate on average, reacting within one period |
 //! | [`DiscreteRefill`] | 1 read + 1 compare-and-swap write; a denial only reads, unless strict | 1 | exact, in whole steps: the limit at once, then `refill` more at each whole period after the client's refill mark (Smyte's rate limiter) |
+//! | [`Sessionize`] | 1 read + 1 compare-and-swap write, denials too (always strict) | 1 | as the discrete refill, strict and restarting when empty; tells when the client's session (its last allowed request) started |
 //!
 //! A denied request costs the window algorithms one more round trip (the
 //! refund) unless denied requests are counted
@@ -27,8 +28,8 @@ mod settings;
 mod window;
 
 pub use self::cas::{
-    CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation, SlidingLog, TokenBucket,
-    MAX_LOG_LIMIT,
+    CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation, Sessionize, SlidingLog,
+    TokenBucket, MAX_LOG_LIMIT,
 };
 pub use self::choice::Algorithm;
 pub(crate) use self::engine::Engine;

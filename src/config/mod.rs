@@ -12,9 +12,10 @@
 //! servers = ["10.0.0.1:11211", "10.0.0.2:11211"]  # absent or empty: the embedded store
 //! namespace = "api"
 //! quota = "100/minute"
-//! algorithm = "sliding_window"   # fixed_window, token_bucket, gcra, sliding_log, hybrid_quota, discrete_refill
+//! algorithm = "sliding_window"   # fixed_window, token_bucket, gcra, sliding_log, hybrid_quota, discrete_refill, sessionize
 //! sub_windows = 12               # sliding_window; `capacity` for token_bucket, `burst` for gcra,
-//!                                # `refill_amount` and `restart_when_empty` for discrete_refill
+//!                                # `refill_amount` and `restart_when_empty` for discrete_refill,
+//!                                # `refill_amount` for sessionize
 //! failure_policy = "fallback"    # open (default), closed, return_error, fallback
 //! fallback_share = 0.25          # with fallback: this instance's share of the quota
 //! deadline = "50ms"

@@ -189,7 +189,10 @@ fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
         (
             "refill_amount",
             file.refill_amount.is_some(),
-            matches!(algorithm, Algorithm::DiscreteRefill { .. }),
+            matches!(
+                algorithm,
+                Algorithm::DiscreteRefill { .. } | Algorithm::Sessionize { .. }
+            ),
         ),
         (
             "restart_when_empty",
@@ -214,6 +217,9 @@ fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
         } => Algorithm::DiscreteRefill {
             refill: file.refill_amount,
             restart_when_empty: file.restart_when_empty.unwrap_or(restart_when_empty),
+        },
+        Algorithm::Sessionize { .. } => Algorithm::Sessionize {
+            refill: file.refill_amount,
         },
         other => other,
     })

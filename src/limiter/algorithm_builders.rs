@@ -2,13 +2,13 @@
 //! `Gcra::builder`, ...), and the settings only some algorithms take:
 //! sub-windows and the sealed-bucket cache for the sliding window, the
 //! capacity of the token bucket, GCRA's burst, the discrete refill's
-//! amount and restart, and the compare-and-swap policy of the
-//! compare-and-swap algorithms.
+//! amount and restart, sessionize's amount, and the compare-and-swap
+//! policy of the compare-and-swap algorithms.
 
 use std::sync::Arc;
 
 use crate::algorithm::{
-    Algorithm, CasPolicy, DiscreteRefill, FixedWindow, Gcra, HybridQuota, SlidingLog,
+    Algorithm, CasPolicy, DiscreteRefill, FixedWindow, Gcra, HybridQuota, Sessionize, SlidingLog,
     SlidingWindow, TokenBucket,
 };
 use crate::limiter::builder::LimiterBuilder;
@@ -100,6 +100,17 @@ impl DiscreteRefill {
             refill: None,
             restart_when_empty: false,
         };
+        LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
+    }
+}
+
+impl Sessionize {
+    /// Starts building Smyte's sessionizing bucket on `store`: at most
+    /// `quota.limit()` tokens, a full bucket back at each whole
+    /// `quota.period()` until [`refill_amount`](LimiterBuilder::refill_amount)
+    /// says otherwise; always strict, always restarting when empty.
+    pub fn builder(quota: Quota, store: Arc<dyn Store>) -> LimiterBuilder<Sessionize> {
+        let algorithm = Algorithm::Sessionize { refill: None };
         LimiterBuilder::from_spec(LimiterSpec::new(algorithm, quota), store)
     }
 }
@@ -203,6 +214,30 @@ impl LimiterBuilder<DiscreteRefill> {
     }
 }
 
+impl LimiterBuilder<Sessionize> {
+    /// How many tokens come back at each whole period (default: the
+    /// quota's limit; Smyte's `REFILL`). Zero is refused by `build` (field
+    /// `refill_amount`).
+    ///
+    /// ```
+    /// use memcache_ratelimit::{MemoryStore, Sessionize};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// assert!(Sessionize::builder("10/5s".parse()?, store.clone()).refill_amount(3).build().is_ok());
+    /// let zero = Sessionize::builder("10/5s".parse()?, store).refill_amount(0).build();
+    /// assert_eq!(zero.unwrap_err().field(), "refill_amount");
+    /// # Ok::<(), memcache_ratelimit::ConfigError>(())
+    /// ```
+    pub fn refill_amount(mut self, tokens: u64) -> Self {
+        if let Algorithm::Sessionize { .. } = self.spec.algorithm {
+            let refill = Some(tokens);
+            self.spec = self.spec.with_algorithm(Algorithm::Sessionize { refill });
+        }
+        self
+    }
+}
+
 impl<A: CasAlgorithm> LimiterBuilder<A> {
     /// How the compare-and-swap loop retries (default [`CasPolicy::default`]).
     ///
@@ -237,6 +272,7 @@ mod cas_algorithm {
     impl Sealed for crate::SlidingLog {}
     impl Sealed for crate::HybridQuota {}
     impl Sealed for crate::DiscreteRefill {}
+    impl Sealed for crate::Sessionize {}
 }
 
 impl CasAlgorithm for TokenBucket {}
@@ -244,3 +280,4 @@ impl CasAlgorithm for Gcra {}
 impl CasAlgorithm for SlidingLog {}
 impl CasAlgorithm for HybridQuota {}
 impl CasAlgorithm for DiscreteRefill {}
+impl CasAlgorithm for Sessionize {}

@@ -135,7 +135,9 @@ impl<L: Limiter> DenyCache<L> {
                 d.reset_after().saturating_sub(elapsed),
                 Duration::from_nanos((denial.until - now) as u64),
             )
-            .with_used(d.used()),
+            .with_used(d.used())
+            // A denial leaves a session as it was: the remembered start.
+            .with_session_of(&d),
         )
     }
 

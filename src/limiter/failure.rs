@@ -112,6 +112,9 @@ pub(crate) fn scale_algorithm(algorithm: Algorithm, share: f64) -> Algorithm {
             refill: refill.map(|value| scale(value, share)),
             restart_when_empty,
         },
+        Algorithm::Sessionize { refill } => Algorithm::Sessionize {
+            refill: refill.map(|value| scale(value, share)),
+        },
         other => other,
     }
 }

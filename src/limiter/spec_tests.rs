@@ -10,8 +10,8 @@ use crate::limiter::DeniedRequests;
 use crate::quota::MAX_LIMIT;
 use crate::store::{MemoryStore, Store};
 use crate::{
-    ConfigError, DiscreteRefill, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota, SlidingLog,
-    TokenBucket,
+    ConfigError, DiscreteRefill, FailurePolicy, FixedWindow, Gcra, HybridQuota, Quota, Sessionize,
+    SlidingLog, TokenBucket,
 };
 
 fn store() -> Arc<dyn Store> {
@@ -73,6 +73,11 @@ fn builder_setters_write_into_its_spec() {
             restart_when_empty: true
         }
     );
+    let sessions = Sessionize::builder(quota("10/minute"), store()).refill_amount(3);
+    assert_eq!(
+        sessions.spec().algorithm(),
+        Algorithm::Sessionize { refill: Some(3) }
+    );
     // Each builder starts from its algorithm with the builders' defaults.
     let defaults = [
         (
@@ -111,6 +116,12 @@ fn builder_setters_write_into_its_spec() {
                 refill: None,
                 restart_when_empty: false,
             },
+        ),
+        (
+            Sessionize::builder(quota("1/second"), store())
+                .spec()
+                .clone(),
+            Algorithm::Sessionize { refill: None },
         ),
     ];
     for (spec, algorithm) in defaults {
@@ -183,6 +194,10 @@ fn a_spec_and_its_builder_reject_the_same_settings_by_the_same_field() {
             ),
         ),
         (
+            "refill_amount",
+            LimiterSpec::new(Algorithm::Sessionize { refill: Some(0) }, quota("5/second")),
+        ),
+        (
             "limit",
             LimiterSpec::new(Algorithm::SlidingLog, quota("10001/hour")),
         ),
@@ -223,6 +238,11 @@ fn a_spec_and_its_builder_reject_the_same_settings_by_the_same_field() {
                 same(DiscreteRefill::builder(q, store()), &spec)
                     .refill_amount(refill.unwrap_or(q.limit()))
                     .restart_when_empty(restart_when_empty)
+                    .build(),
+            ),
+            Algorithm::Sessionize { refill } => field(
+                same(Sessionize::builder(q, store()), &spec)
+                    .refill_amount(refill.unwrap_or(q.limit()))
                     .build(),
             ),
         };
@@ -274,7 +294,8 @@ fn every_algorithm_is_found_by_its_name_and_printed_by_its_type() {
             "Gcra",
             "SlidingLog",
             "HybridQuota",
-            "DiscreteRefill"
+            "DiscreteRefill",
+            "Sessionize"
         ]
     );
     assert_eq!(

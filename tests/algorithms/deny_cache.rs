@@ -13,7 +13,7 @@ use common::{unique_client, T0};
 use memcache_ratelimit::Limiter;
 use memcache_ratelimit::{
     DenyCache, FixedWindow, Gcra, HybridQuota, ManualClock, MemcachedStore, MemoryStore,
-    RateLimiter, SlidingLog, SlidingWindow, TokenBucket,
+    RateLimiter, Sessionize, SlidingLog, SlidingWindow, TokenBucket,
 };
 use rand::{Rng, SeedableRng};
 
@@ -210,4 +210,24 @@ async fn cheaper_requests_and_resets_go_to_the_store() {
     let hits = cached.hits();
     assert!(cached.check(b"z").await.unwrap().is_denied());
     assert_eq!(cached.hits(), hits, "z was remembered beyond the capacity");
+}
+
+#[tokio::test]
+async fn a_remembered_sessionize_denial_keeps_the_session_start() {
+    let clock = ManualClock::from_unix_secs(T0);
+    let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+    let sessions = Sessionize::builder("1/hour".parse().unwrap(), store)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let cache = DenyCache::new(sessions, 16);
+    let opened = cache.check(b"alice").await.unwrap().session_start();
+    assert!(opened.is_some());
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(60));
+        let denied = cache.check(b"alice").await.unwrap();
+        assert!(denied.is_denied());
+        assert_eq!(denied.session_start(), opened);
+    }
+    assert_eq!(cache.hits(), 2);
 }

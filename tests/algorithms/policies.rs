@@ -28,15 +28,16 @@ fn monthly(fixture: &Fixture, algorithm: Algorithm) -> Arc<RateLimiter> {
     Arc::new(spec.build(fixture.store.clone()).unwrap())
 }
 
-/// How many units `limiter` has left for `user`: the largest cost it
-/// still admits, found by taking it (the limiter is used up after).
+/// How many units `limiter` has left for `user`, found by taking them one
+/// at a time until one is denied (the limiter is used up after). One at a
+/// time, so that a denial takes nothing left to count: an always-strict
+/// algorithm (`Sessionize`) drains the bucket on a denial of a larger cost.
 async fn units_left(limiter: &RateLimiter, user: &[u8]) -> u64 {
-    for cost in (1..=limiter.quota().limit()).rev() {
-        if limiter.check_n(user, cost).await.unwrap().is_allowed() {
-            return cost;
-        }
+    let mut taken = 0;
+    while taken <= limiter.quota().limit() && limiter.check(user).await.unwrap().is_allowed() {
+        taken += 1;
     }
-    0
+    taken
 }
 
 #[tokio::test]

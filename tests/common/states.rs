@@ -1,4 +1,4 @@
-//! The five compare-and-swap algorithms at one small quota, with their
+//! The six compare-and-swap algorithms at one small quota, with their
 //! stored encodings, so tests can write any state (or garbage) straight
 //! into a client's key, and the bounds a decision must respect.
 
@@ -36,12 +36,18 @@ pub const DISCRETE_REFILL: Algorithm = Algorithm::DiscreteRefill {
     restart_when_empty: true,
 };
 
-pub const ALL: [Algorithm; 5] = [
+/// Always strict and restarting, whatever the limiter says.
+pub const SESSIONIZE: Algorithm = Algorithm::Sessionize {
+    refill: Some(REFILL),
+};
+
+pub const ALL: [Algorithm; 6] = [
     GCRA,
     TOKEN_BUCKET,
     SLIDING_LOG,
     HYBRID_QUOTA,
     DISCRETE_REFILL,
+    SESSIONIZE,
 ];
 
 /// `algorithm`'s limiter, on `store`, reading `clock`.
@@ -82,7 +88,9 @@ pub fn horizon(algorithm: Algorithm) -> Duration {
         Algorithm::HybridQuota => PERIOD * 2,
         // The refills from empty to the limit, from a mark at most the
         // skew ahead.
-        Algorithm::DiscreteRefill { .. } => PERIOD * LIMIT.div_ceil(REFILL) as u32,
+        Algorithm::DiscreteRefill { .. } | Algorithm::Sessionize { .. } => {
+            PERIOD * LIMIT.div_ceil(REFILL) as u32
+        }
         window => not_cas(window),
     }
 }
@@ -97,14 +105,15 @@ pub fn horizon(algorithm: Algorithm) -> Duration {
 ///   the quota), then a fresh window's quota, plus the one token of the
 ///   switch to smooth mode;
 /// - discrete refill: a full bucket, then the one refill whose period
-///   ends within the period (a forgotten state is a full bucket already).
+///   ends within the period (a forgotten state is a full bucket already);
+///   sessionize, the same bucket.
 pub fn most_admitted_in_a_period(algorithm: Algorithm) -> u64 {
     match algorithm {
         Algorithm::Gcra { .. } => BURST + LIMIT,
         Algorithm::TokenBucket { .. } => CAPACITY + LIMIT,
         Algorithm::SlidingLog => LIMIT,
         Algorithm::HybridQuota => 2 * LIMIT + 1,
-        Algorithm::DiscreteRefill { .. } => LIMIT + REFILL,
+        Algorithm::DiscreteRefill { .. } | Algorithm::Sessionize { .. } => LIMIT + REFILL,
         window => not_cas(window),
     }
 }
@@ -162,6 +171,11 @@ pub fn discrete_refill(tokens: &str, mark: &str) -> Vec<u8> {
     format!("dr1 {tokens} {mark}").into_bytes()
 }
 
+/// Sessionize's state: tokens, the refill mark and the session start.
+pub fn sessionize(tokens: &str, mark: &str, start: &str) -> Vec<u8> {
+    format!("ds1 {tokens} {mark} {start}").into_bytes()
+}
+
 /// A state of `algorithm` that puts everything at `nanos` (unix ns) and
 /// leaves no quota: a client that spent everything then.
 pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
@@ -173,6 +187,7 @@ pub fn spent_at(algorithm: Algorithm, nanos: i64) -> Vec<u8> {
         Algorithm::SlidingLog => sliding_log(nanos, &[0; LIMIT as usize - 1]),
         Algorithm::HybridQuota => hybrid_quota('b', "0", &nanos.to_string()),
         Algorithm::DiscreteRefill { .. } => discrete_refill("0", &nanos.to_string()),
+        Algorithm::Sessionize { .. } => sessionize("0", &nanos.to_string(), &nanos.to_string()),
         window => not_cas(window),
     }
 }

@@ -76,6 +76,14 @@ fn every_mistake_names_its_field() {
             "algorithm = \"discrete_refill\"\nrestart_when_empty = \"yes\"",
             "restart_when_empty",
         ),
+        (
+            "algorithm = \"sessionize\"\nrefill_amount = 0",
+            "refill_amount",
+        ),
+        (
+            "algorithm = \"sessionize\"\nrestart_when_empty = true",
+            "restart_when_empty",
+        ),
         ("failure_policy = \"sometimes\"", "failure_policy"),
         ("failure_policy = \"fallback\"", "fallback_share"),
         (
@@ -157,6 +165,11 @@ fn the_environment_overrides_the_file_and_is_named_in_errors() {
     assert_eq!(config.servers(), ["10.0.0.1:11211", "10.0.0.2:11211"]);
     assert_eq!(config.memcached().protocol, Protocol::Classic);
 
+    let sessions = Config::from_toml("algorithm = \"sessionize\"\nrefill_amount = 2").unwrap();
+    assert_eq!(
+        sessions.spec().algorithm(),
+        Algorithm::Sessionize { refill: Some(2) }
+    );
     let failing = |pairs: &[(&str, &str)]| {
         Config::from_toml_with_env(text, env(pairs))
             .unwrap_err()

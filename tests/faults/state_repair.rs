@@ -13,7 +13,7 @@ use common::states::{self, Algorithm};
 use common::{fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::store::PutCondition;
 use memcache_ratelimit::{Decision, Limiter, RateLimiter};
-use memcache_ratelimit::{DiscreteRefill, Gcra, HybridQuota, SlidingLog, TokenBucket};
+use memcache_ratelimit::{DiscreteRefill, Gcra, HybridQuota, Sessionize, SlidingLog, TokenBucket};
 
 const YEAR_2200: i64 = 7_258_118_400;
 
@@ -111,6 +111,15 @@ async fn discrete_refill_state_from_the_far_future_is_clamped() {
     spent_all_in_2200_then_asked_now(&f, &bucket, "discrete refill", Duration::from_secs(61)).await;
 }
 
+#[tokio::test]
+async fn sessionize_state_from_the_far_future_is_clamped() {
+    let f = common::memory();
+    let sessions = f.limiter(Sessionize::builder, "10/minute");
+    // As the discrete refill: a whole refill after a mark clamped to the
+    // skew (the denial restarts the mark at most there, never further).
+    spent_all_in_2200_then_asked_now(&f, &sessions, "sessionize", Duration::from_secs(61)).await;
+}
+
 const DAY: Duration = Duration::from_secs(86_400);
 const NANOS: i64 = 1_000_000_000;
 
@@ -192,6 +201,10 @@ async fn a_value_that_is_no_state_is_replaced_and_counted_as_repaired() {
                     Algorithm::HybridQuota => states::hybrid_quota('s', "-1e300", &now.to_string()),
                     Algorithm::DiscreteRefill { .. } => {
                         states::discrete_refill("99", &now.to_string())
+                    }
+                    Algorithm::Sessionize { .. } => {
+                        let now = now.to_string();
+                        states::sessionize("99", &now, &now)
                     }
                     window => states::not_cas(window),
                 },

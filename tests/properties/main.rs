@@ -8,4 +8,5 @@ mod common;
 mod all_properties;
 mod discrete_refill_properties;
 mod linear_properties;
+mod sessionize_properties;
 mod state_repair_properties;

@@ -98,6 +98,15 @@ fn stored(algorithm: Algorithm) -> BoxedStrategy<Vec<u8>> {
                 .prop_map(|(tag, tokens, mark)| format!("{tag} {tokens} {mark}").into_bytes())
                 .boxed()
         }
+        Algorithm::Sessionize { .. } => {
+            let tokens = prop_oneof![(0u64..=10).prop_map(|n| n.to_string()), count()];
+            let tag = prop_oneof![4 => Just("ds1"), 1 => Just("dr1")];
+            (tag, tokens, time(), time())
+                .prop_map(|(tag, tokens, mark, start)| {
+                    format!("{tag} {tokens} {mark} {start}").into_bytes()
+                })
+                .boxed()
+        }
         window => states::not_cas(window),
     };
     prop_oneof![1 => bytes, 4 => encoded].boxed()
@@ -212,4 +221,8 @@ property!(
 property!(
     discrete_refill_decides_within_bounds_on_any_stored_value,
     states::DISCRETE_REFILL
+);
+property!(
+    sessionize_decides_within_bounds_on_any_stored_value,
+    states::SESSIONIZE
 );

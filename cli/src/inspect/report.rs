@@ -131,6 +131,9 @@ impl Report {
             Algorithm::DiscreteRefill { refill, .. } => {
                 states::discrete_refill(value, now, period, limit, refill.unwrap_or(limit))
             }
+            Algorithm::Sessionize { refill } => {
+                states::sessionize(value, now, period, limit, refill.unwrap_or(limit))
+            }
         };
         let (state, remaining, reset) = decoded;
         report.state = Some(state);

@@ -122,7 +122,11 @@ fn metrics_are_served_for_prometheus() {
     let metrics = format!("127.0.0.1:{}", free_port());
     let served = Served::start(&["--metrics", &metrics]);
     assert_eq!(
-        session(&served, &[], &["RL.REDUCE m 1 60", "RL.REDUCE m 1 60", "RL.GET m 1 60"]),
+        session(
+            &served,
+            &[],
+            &["RL.REDUCE m 1 60", "RL.REDUCE m 1 60", "RL.GET m 1 60"]
+        ),
         ["1", "0", "0"]
     );
     let mut body = String::new();

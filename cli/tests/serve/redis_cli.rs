@@ -76,6 +76,57 @@ fn smytes_own_test_sequence_gives_smytes_replies() {
     assert_eq!(session(&served, &[], &["RL.REDUCE twoPerMin 3 60"]), ["3"]);
 }
 
+/// Smyte's `SessionizeCommands` test (smyte/ratelimit,
+/// `RateLimitHandlerTest.cpp`): one token an hour, each reply the tokens
+/// available before and the session start in milliseconds (redis-cli
+/// prints an array one element a line), in seconds and in milliseconds.
+#[test]
+fn smytes_sessionize_sequence_gives_smytes_replies() {
+    let served = Served::start(&[]);
+    let replies = [
+        "1", "0", // a new session at 0
+        "0", "0", // denied: the same session, the hour restarted
+        "0", "0", //
+        "0", "0", // no refill even after 3600 s: restarted at 1000 s
+        "1", "7205000", // a whole hour of silence: a new session
+    ];
+    let seconds: Vec<String> = [0, 1, 1000, 3605, 7205]
+        .iter()
+        .map(|t| format!("rl.sessionize a 1 3600 at {t} STRICT"))
+        .collect();
+    let seconds: Vec<&str> = seconds.iter().map(String::as_str).collect();
+    assert_eq!(session(&served, &[], &seconds), replies);
+    // STRICT is optional: the command is always strict.
+    let millis: Vec<String> = [0, 1_000, 1_000_000, 3_605_000, 7_205_000]
+        .iter()
+        .map(|t| format!("RL.PSESSIONIZE b 1 3600000 AT {t}"))
+        .collect();
+    let millis: Vec<&str> = millis.iter().map(String::as_str).collect();
+    assert_eq!(session(&served, &[], &millis), replies);
+    let after = session(
+        &served,
+        &[],
+        &[
+            // Both units name one bucket: the session of 7205 s goes on.
+            "rl.psessionize a 1 3600000 at 7205001 take 1",
+            // RL.REDUCE's bucket of the same parameters is another one.
+            "rl.reduce a 1 3600 at 7205",
+            "rl.sessionize a 1 3600 take 0",
+            "rl.sessionize a 1",
+        ],
+    );
+    assert_eq!(
+        after,
+        [
+            "0",
+            "7205000",
+            "1",
+            "Value is not an integer or out of range",
+            "Wrong number of arguments for 'rl.sessionize' command",
+        ]
+    );
+}
+
 /// Smyte's `ParseRateLimitArgsWithErrors`, and the arity error, with
 /// Smyte's texts.
 #[test]
@@ -161,7 +212,7 @@ fn connection_commands_answer_as_redis_does() {
             "OK",
             "tester",
             "OK",
-            "15",
+            "17",
             "ERR unknown command 'nosuch', with args beginning with: 'x' ",
         ]
     );
@@ -171,6 +222,7 @@ fn connection_commands_answer_as_redis_does() {
         "loading:0",
         "connected_clients:",
         "decisions_rl_reduce:",
+        "decisions_rl_sessionize:",
         "store:embedded",
     ] {
         assert!(info.contains(field), "{field} in {info}");

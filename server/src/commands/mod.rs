@@ -51,16 +51,26 @@ impl Job {
     pub async fn run(self, shared: &Shared) -> (Reply, Outcome) {
         let limiters = &shared.limiters;
         match self {
-            Self::Smyte(_, request) => {
+            Self::Smyte(variant, request) => {
                 let take = request.take;
-                let reply = smyte::run(limiters, request, chrono::Utc::now()).await;
-                let outcome = match &reply {
-                    Reply::Integer(_) if take == 0 => Outcome::Read,
-                    Reply::Integer(available) if u64::try_from(*available).unwrap_or(0) >= take => {
+                let reply = smyte::run(limiters, variant, request, chrono::Utc::now()).await;
+                // The tokens available before: the reply, or its first
+                // element for RL.(P)SESSIONIZE.
+                let available = match &reply {
+                    Reply::Integer(available) => Some(*available),
+                    Reply::Array(items) => match items.first() {
+                        Some(Reply::Integer(available)) => Some(*available),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let outcome = match available {
+                    Some(_) if take == 0 => Outcome::Read,
+                    Some(available) if u64::try_from(available).unwrap_or(0) >= take => {
                         Outcome::Allowed
                     }
-                    Reply::Integer(_) => Outcome::Denied,
-                    _ => Outcome::Error,
+                    Some(_) => Outcome::Denied,
+                    None => Outcome::Error,
                 };
                 (reply, outcome)
             }
@@ -126,6 +136,8 @@ pub fn prepare(args: &[Bytes], session: &mut Session, shared: &Shared) -> Step {
         "rl.get" => return smyte(Variant::GET),
         "rl.preduce" => return smyte(Variant::PREDUCE),
         "rl.pget" => return smyte(Variant::PGET),
+        "rl.sessionize" => return smyte(Variant::SESSIONIZE),
+        "rl.psessionize" => return smyte(Variant::PSESSIONIZE),
         "cl.throttle" => return job(cell::parse(args).map(Job::Cell)),
         "rl.window" => return job(window::parse(args).map(Job::Window)),
         "quit" => return Step::Quit,

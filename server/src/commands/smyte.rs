@@ -1,5 +1,7 @@
 //! Smyte's commands: `RL.REDUCE`, `RL.GET`, `RL.PREDUCE` and `RL.PGET`, on
-//! the library's discrete-refill bucket ([`Algorithm::DiscreteRefill`]).
+//! the library's discrete-refill bucket ([`Algorithm::DiscreteRefill`]), and
+//! `RL.SESSIONIZE` and `RL.PSESSIONIZE`, on its sessionizing bucket
+//! ([`Algorithm::Sessionize`]).
 //!
 //! Their grammar, errors and replies are those of Smyte's server (Yunjing
 //! Xu, "High-performance rate limiting", Smyte Blog, 2016,
@@ -9,6 +11,7 @@
 //! ```text
 //! RL.REDUCE key max refilltime [REFILL amount] [TAKE tokens] [AT timestamp] [STRICT]
 //! RL.GET    key max refilltime [REFILL amount] [AT timestamp] [STRICT]
+//! RL.SESSIONIZE key max refilltime [REFILL amount] [TAKE tokens] [AT timestamp] [STRICT]
 //! ```
 //!
 //! The `P` variants take `refilltime` and `AT` in milliseconds instead of
@@ -20,13 +23,25 @@
 //! `REFILL`) name the bucket, so the same key with other parameters is
 //! another bucket, and `RL.REDUCE a 10 5` and `RL.PREDUCE a 10 5000` are
 //! the same one.
+//!
+//! `RL.SESSIONIZE` reduces as `RL.REDUCE ... STRICT` does, always (the
+//! `STRICT` keyword is accepted and changes nothing), and replies a
+//! two-element array: the tokens available before, and when the client's
+//! session started, in unix **milliseconds** for both units: the client's
+//! time if the tokens sufficed, the stored start otherwise (a new key's is
+//! the client's time). Two differences from Smyte's server: a sessionize
+//! bucket is another bucket than the `RL.REDUCE` one of the same
+//! parameters (Smyte's share a key, and reading one's value as the other's
+//! aborts its server), and `TAKE 0`, which Smyte answers without writing,
+//! is refused with the invalid-integer error (the library's sessionizing
+//! bucket has no read that writes nothing).
 
 use std::num::NonZeroU64;
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use memcache_ratelimit::{Algorithm, Quota};
+use memcache_ratelimit::{Algorithm, Decision, Quota};
 
 use super::args::{integer, is};
 use crate::limiters::{LimiterKey, Limiters};
@@ -49,6 +64,8 @@ pub struct Variant {
     pub millis: bool,
     /// Takes tokens (`TAKE`, default 1).
     pub reduce: bool,
+    /// Replies the session start too: `RL.(P)SESSIONIZE`.
+    pub sessionize: bool,
 }
 
 impl Variant {
@@ -56,12 +73,21 @@ impl Variant {
     pub const GET: Self = Self::new("rl.get", false, false);
     pub const PREDUCE: Self = Self::new("rl.preduce", true, true);
     pub const PGET: Self = Self::new("rl.pget", true, false);
+    pub const SESSIONIZE: Self = Self {
+        sessionize: true,
+        ..Self::new("rl.sessionize", false, true)
+    };
+    pub const PSESSIONIZE: Self = Self {
+        sessionize: true,
+        ..Self::new("rl.psessionize", true, true)
+    };
 
     const fn new(name: &'static str, millis: bool, reduce: bool) -> Self {
         Self {
             name,
             millis,
             reduce,
+            sessionize: false,
         }
     }
 
@@ -139,11 +165,13 @@ pub fn parse(variant: Variant, args: &[Bytes]) -> Result<Request, Reply> {
         }
     }
     let positive = |v: i64| u64::try_from(v).ok().filter(|v| *v >= 1);
-    let (Some(max), Some(refill_ms), Some(refill), Ok(take)) = (
+    // A session is only ever sessionized by taking (see the module).
+    let least_take = u64::from(variant.sessionize);
+    let (Some(max), Some(refill_ms), Some(refill), Some(take)) = (
         positive(max),
         positive(refill_ms),
         positive(refill),
-        u64::try_from(take),
+        u64::try_from(take).ok().filter(|take| *take >= least_take),
     ) else {
         return Err(invalid());
     };
@@ -161,22 +189,45 @@ pub fn parse(variant: Variant, args: &[Bytes]) -> Result<Request, Reply> {
     })
 }
 
-/// Runs `request` at `now` (when it names no time), and replies the
-/// tokens available before it.
-pub async fn run(limiters: &Limiters, request: Request, now: DateTime<Utc>) -> Reply {
+/// The time `request` runs at (its `AT`, or `now`) and its quota.
+fn time_and_quota(request: &Request, now: DateTime<Utc>) -> Result<(DateTime<Utc>, Quota), Reply> {
     let at = match request.at_ms {
-        Some(ms) => match DateTime::from_timestamp_millis(ms) {
-            Some(at) => at,
-            None => return Reply::error(INVALID_INTEGER),
-        },
+        Some(ms) => {
+            DateTime::from_timestamp_millis(ms).ok_or_else(|| Reply::error(INVALID_INTEGER))?
+        }
         None => now,
     };
-    let Some(max) = NonZeroU64::new(request.max) else {
-        return Reply::error(INVALID_INTEGER);
-    };
-    let quota = match Quota::with_period(max, Duration::from_millis(request.refill_ms)) {
-        Ok(quota) => quota,
-        Err(error) => return Reply::error(format!("ERR {error}")),
+    let max = NonZeroU64::new(request.max).ok_or_else(|| Reply::error(INVALID_INTEGER))?;
+    let quota = Quota::with_period(max, Duration::from_millis(request.refill_ms))
+        .map_err(|error| Reply::error(format!("ERR {error}")))?;
+    Ok((at, quota))
+}
+
+/// Smyte's "tokens available before": what an allowed decision left plus
+/// what it took, or what a denied one found.
+fn available(decision: &Decision, take: u64) -> u64 {
+    if decision.is_allowed() {
+        decision.remaining().saturating_add(take)
+    } else {
+        decision.remaining()
+    }
+}
+
+/// Runs `request` of `variant` at `now` (when it names no time), and
+/// replies the tokens available before it (with the session start, for
+/// `RL.(P)SESSIONIZE`).
+pub async fn run(
+    limiters: &Limiters,
+    variant: Variant,
+    request: Request,
+    now: DateTime<Utc>,
+) -> Reply {
+    if variant.sessionize {
+        return sessionize(limiters, request, now).await;
+    }
+    let (at, quota) = match time_and_quota(&request, now) {
+        Ok(prepared) => prepared,
+        Err(reply) => return reply,
     };
     // Reading (GET, TAKE 0) is a request the bucket can never grant,
     // decided without counting denials: it writes nothing, and a denial
@@ -202,20 +253,50 @@ pub async fn run(limiters: &Limiters, request: Request, now: DateTime<Utc>) -> R
     };
     match limiter.check_at(&request.key, cost, at).await {
         Ok(decision) => {
-            let available = if decision.is_allowed() {
-                // An allowed decision reports what is left after it; one
-                // allowed by the failure policy knows nothing, and a read
-                // says the bucket is full.
-                let before = decision.remaining().saturating_add(cost);
-                if reads {
-                    before.min(request.max)
-                } else {
-                    before
-                }
+            // An allowed decision reports what is left after it; one
+            // allowed by the failure policy knows nothing, and a read says
+            // the bucket is full.
+            let before = available(&decision, cost);
+            let available = if reads {
+                before.min(request.max)
             } else {
-                decision.remaining()
+                before
             };
             Reply::Integer(i64::try_from(available).unwrap_or(i64::MAX))
+        }
+        Err(error) => Reply::error(format!("ERR {error}")),
+    }
+}
+
+/// `RL.(P)SESSIONIZE`: `request` on the sessionizing bucket, always
+/// strict; replies `[available before, session start in unix ms]`. A
+/// decision made under the failure policy knows no stored session: its
+/// start is the client's time, a new key's.
+async fn sessionize(limiters: &Limiters, request: Request, now: DateTime<Utc>) -> Reply {
+    let (at, quota) = match time_and_quota(&request, now) {
+        Ok(prepared) => prepared,
+        Err(reply) => return reply,
+    };
+    let key = LimiterKey {
+        namespace: NAMESPACE,
+        algorithm: Algorithm::Sessionize {
+            refill: Some(request.refill),
+        },
+        quota,
+        denied_counted: true,
+    };
+    let limiter = match limiters.get(key) {
+        Ok(limiter) => limiter,
+        Err(error) => return Reply::error(format!("ERR {error}")),
+    };
+    match limiter.check_at(&request.key, request.take, at).await {
+        Ok(decision) => {
+            let available = available(&decision, request.take);
+            let start = decision.session_start().unwrap_or(at);
+            Reply::Array(vec![
+                Reply::Integer(i64::try_from(available).unwrap_or(i64::MAX)),
+                Reply::Integer(start.timestamp_millis()),
+            ])
         }
         Err(error) => Reply::error(format!("ERR {error}")),
     }

@@ -31,11 +31,13 @@ const READ: &[&str] = &["readonly", "fast"];
 const CONNECTION: &[&str] = &["fast", "loading", "stale", "no_auth"];
 
 /// Every command, in `COMMAND`'s order.
-pub const COMMANDS: [Entry; 15] = [
+pub const COMMANDS: [Entry; 17] = [
     entry("rl.reduce", -4, WRITE, 1),
     entry("rl.get", -4, READ, 1),
     entry("rl.preduce", -4, WRITE, 1),
     entry("rl.pget", -4, READ, 1),
+    entry("rl.sessionize", -4, WRITE, 1),
+    entry("rl.psessionize", -4, WRITE, 1),
     entry("cl.throttle", -5, WRITE, 1),
     entry("rl.window", -4, WRITE, 1),
     entry("ping", -1, &["fast", "stale"], 0),

@@ -11,7 +11,8 @@
 //! - one file per algorithm: [`token_bucket`](mod@token_bucket),
 //!   [`gcra`](mod@gcra), [`sliding_log`](mod@sliding_log),
 //!   [`hybrid_quota`](mod@hybrid_quota),
-//!   [`discrete_refill`](mod@discrete_refill).
+//!   [`discrete_refill`](mod@discrete_refill) and
+//!   [`sessionize`](mod@sessionize), which share Smyte's bucket rules.
 
 mod combining;
 mod core;
@@ -22,6 +23,7 @@ mod optimistic;
 mod policy;
 #[cfg(test)]
 mod refund_tests;
+mod sessionize;
 mod sliding_log;
 mod stats;
 #[cfg(test)]
@@ -36,6 +38,8 @@ pub use self::hybrid_quota::HybridQuota;
 pub(crate) use self::hybrid_quota::{hybrid_quota, HybridQuotaCore};
 pub(crate) use self::optimistic::CasLimiter;
 pub use self::policy::CasPolicy;
+pub use self::sessionize::Sessionize;
+pub(crate) use self::sessionize::{sessionize, SessionizeCore};
 pub(crate) use self::sliding_log::{sliding_log, SlidingLogCore};
 pub use self::sliding_log::{SlidingLog, MAX_LOG_LIMIT};
 pub use self::stats::CasStats;

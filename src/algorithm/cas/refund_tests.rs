@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::core::CasCore;
 use super::optimistic::CasLimiter;
 use super::tests::{limiter_on, Waiting};
-use super::{discrete_refill, gcra, hybrid_quota, sliding_log, token_bucket};
+use super::{discrete_refill, gcra, hybrid_quota, sessionize, sliding_log, token_bucket};
 use crate::error::Error;
 use crate::store::Store;
 use crate::MemoryStore;
@@ -69,7 +69,7 @@ async fn restores<C: CasCore>(store: Arc<dyn Store>, core: impl Fn() -> C) {
         let error = refund.unwrap_err();
         assert!(matches!(error, Error::CostExceedsLimit { .. }), "{error}");
     } else {
-        // The discrete refill takes any cost: a full bucket back, no more.
+        // Smyte's buckets take any cost: a full bucket back, no more.
         assert_eq!(refund.unwrap(), None);
         assert_eq!(run(&limiter, Op::Check(10)).await.unwrap(), Some(0));
     }
@@ -120,6 +120,13 @@ async fn a_refund_restores_a_hybrid_quota() {
 #[tokio::test]
 async fn a_refund_restores_a_discrete_refill() {
     let core = || discrete_refill(Some(3), true, "10/minute".parse().unwrap()).unwrap();
+    restores(Arc::new(MemoryStore::new()), core).await;
+    restores(Arc::new(Waiting::default()), core).await;
+}
+
+#[tokio::test]
+async fn a_refund_restores_a_sessionize_bucket() {
+    let core = || sessionize(Some(3), "10/minute".parse().unwrap()).unwrap();
     restores(Arc::new(MemoryStore::new()), core).await;
     restores(Arc::new(Waiting::default()), core).await;
 }

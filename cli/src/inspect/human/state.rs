@@ -47,7 +47,12 @@ fn stored(out: &mut String, report: &Report, key: &Key, state: &State) {
             "a version byte, the oldest time (i64 LE, unix ns), then LEB128 gaps"
         }
         Detail::HybridQuota { .. } => "<b(ursty)|s(mooth)> <bucket> <time, unix ns>",
-        Detail::DiscreteRefill { .. } => "dr1 <tokens> <refill mark, unix ns>",
+        Detail::DiscreteRefill {
+            sessionize: false, ..
+        } => "dr1 <tokens> <refill mark, unix ns>",
+        Detail::DiscreteRefill {
+            sessionize: true, ..
+        } => "ds1 <tokens> <refill mark, unix ns> <session start, unix ns>",
     };
     let value = match (&key.value, key.value_encoding) {
         (None, _) => "(absent: a new client)".to_owned(),
@@ -187,6 +192,7 @@ fn now(out: &mut String, report: &Report, detail: &Detail) {
             stored_mark_unix_ms,
             mark_unix_ms,
             tokens,
+            session_start_unix_ms,
             ..
         } => {
             if let (Some(stored), Some(mark)) = (stored_tokens, stored_mark_unix_ms) {
@@ -196,6 +202,9 @@ fn now(out: &mut String, report: &Report, detail: &Detail) {
                     "",
                     format!("= {stored}, refill mark {}", show_time(*mark)),
                 );
+            }
+            if let Some(start) = session_start_unix_ms {
+                line(out, "session", format!("started {}", show_time(*start)));
             }
             line(
                 out,

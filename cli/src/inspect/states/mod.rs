@@ -11,7 +11,7 @@ mod token_bucket;
 
 use serde::Serialize;
 
-pub use discrete_refill::discrete_refill;
+pub use discrete_refill::{discrete_refill, sessionize};
 pub use gcra::gcra;
 pub use hybrid_quota::hybrid_quota;
 pub use sliding_log::sliding_log;
@@ -79,6 +79,12 @@ pub enum Detail {
         tokens: u64,
         next_refill_ms: Option<u64>,
         full_in_ms: u64,
+        /// Sessionize's state (`ds1`), not the discrete refill's (`dr1`).
+        #[serde(skip)]
+        sessionize: bool,
+        /// Sessionize's stored session start.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        session_start_unix_ms: Option<i64>,
     },
 }
 
@@ -210,6 +216,7 @@ mod tests {
                 let _ = hybrid_quota(Some(value), NOW, MINUTE, limit);
                 let _ = discrete_refill(Some(value), NOW, MINUTE, limit, limit);
                 let _ = discrete_refill(Some(&format!("dr1 {value}")), NOW, MINUTE, limit, 1);
+                let _ = sessionize(Some(&format!("ds1 {value} 0")), NOW, MINUTE, limit, 1);
             }
         }
         let mut far = vec![1];

@@ -2,12 +2,14 @@
 //! compare-and-swap.
 
 mod core;
+mod rules;
 #[cfg(test)]
 mod smyte_tests;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use self::core::DiscreteRefillCore;
+pub(crate) use self::rules::{words, Bucket, Rules};
 use crate::error::ConfigError;
 use crate::quota::Quota;
 

@@ -4,7 +4,7 @@
 //! available) and `RL.REDUCE` a strict one, whose reply is `remaining +
 //! cost` when allowed and `remaining` when denied.
 
-use super::core::Bucket;
+use super::rules::Bucket;
 use super::tests::{core, get, reduce, run, MS, SECOND};
 use crate::algorithm::cas::core::CasCore;
 
@@ -64,7 +64,7 @@ fn smyte_adjust_amount() {
         (123_000, 300, 122_000),
         (1_312_000, 1_000, 1_262_000),
     ] {
-        let refilled = core.refilled(Some(&stored), now * MS);
+        let refilled = core.rules.refilled(Some(&stored), now * MS);
         assert_eq!(
             refilled,
             Bucket {

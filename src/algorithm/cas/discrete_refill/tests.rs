@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::core::*;
 use super::discrete_refill;
+use super::rules::Bucket;
 use crate::algorithm::cas::core::{Ask, CasCore};
 
 pub(super) const MS: i64 = 1_000_000;
@@ -26,7 +27,7 @@ pub(super) fn reduce(cost: u64, now: i64) -> Ask {
 /// Smyte's GET: what is available, read and never written. A lenient
 /// request above `max` is denied with `remaining` the tokens available.
 pub(super) fn get(core: &DiscreteRefillCore, state: Option<&Bucket>, now: i64) -> u64 {
-    let step = core.decide(state, Ask::at(core.max + 1, now));
+    let step = core.decide(state, Ask::at(core.rules.max + 1, now));
     assert!(step.decision.is_denied() && step.write.is_none());
     step.decision.remaining()
 }
