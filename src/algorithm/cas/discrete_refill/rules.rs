@@ -157,6 +157,10 @@ impl Rules {
             before.mark
         };
         let after = Bucket { tokens, mark };
+        // A strict denial of an empty bucket that does not restart leaves
+        // it as it was: writing it again would only cost a store call (its
+        // expiry, set for the same bucket, still holds).
+        let write = write && state != Some(&after);
         let reset_after = self.until_holding(after, self.max, now);
         let decision = if allowed {
             Decision::allowed(self.max, tokens, reset_after)

@@ -271,3 +271,34 @@ fn parameters_name_the_bucket_and_zero_refill_is_refused() {
     assert_eq!(error.field(), "refill_amount");
     assert_eq!(core("10/5s", 3, false).capacity(), u64::MAX);
 }
+
+/// A strict denial that leaves the bucket as it was writes nothing: the
+/// empty bucket knocked again before its refill costs one store read, not
+/// a read and a write. With the restart, the mark moves, so it writes.
+#[test]
+fn a_denial_that_changes_nothing_writes_nothing() {
+    let plain = core("2/5s", 2, false);
+    let empty = Bucket { tokens: 0, mark: 0 };
+    let step = plain.decide(Some(&empty), reduce(1, SECOND));
+    assert!(step.decision.is_denied());
+    assert_eq!(step.write, None);
+    // A new client denied in strict mode (a cost above max) is written.
+    let fresh = plain.decide(None, reduce(3, SECOND));
+    assert!(fresh.decision.is_denied());
+    assert_eq!(
+        fresh.write.map(|(bucket, _)| bucket),
+        Some(Bucket {
+            tokens: 0,
+            mark: SECOND
+        })
+    );
+    let restarting = core("2/5s", 2, true);
+    let step = restarting.decide(Some(&empty), reduce(1, SECOND));
+    assert_eq!(
+        step.write.map(|(bucket, _)| bucket),
+        Some(Bucket {
+            tokens: 0,
+            mark: SECOND
+        })
+    );
+}
