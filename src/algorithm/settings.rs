@@ -8,6 +8,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::repairs::Repairs;
+use crate::clock::Clock;
 use crate::error::Error;
 use crate::key::KeySpace;
 use crate::quota::Quota;
@@ -42,6 +43,9 @@ pub(crate) struct Settings {
     pub(crate) max_clock_skew: Duration,
     /// Where stored values found untrustworthy and repaired are counted.
     pub(crate) repairs: Arc<Repairs>,
+    /// The limiter's clock: this process's present, against which a
+    /// stored state is judged when a request carries an older timestamp.
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl Settings {

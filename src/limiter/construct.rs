@@ -50,6 +50,7 @@ impl RateLimiter {
             denied: spec.denied,
             max_clock_skew: spec.max_clock_skew,
             repairs: repairs.clone(),
+            clock: spec.clock.clone(),
         };
         let engine = Engine::new(spec.algorithm, settings, spec.cas, spec.sealed_cache)?;
         let failures = Failures::new(spec.failure, Self::stand_in(&spec)?)?;

@@ -13,7 +13,7 @@ use common::{admitted, fixtures, unique_client, Fixture, T0};
 use memcache_ratelimit::algorithm::CasPolicy;
 use memcache_ratelimit::algorithm::CasStats;
 use memcache_ratelimit::store::PutCondition;
-use memcache_ratelimit::{Error, Gcra, RateLimiter, TokenBucket};
+use memcache_ratelimit::{DiscreteRefill, Error, Gcra, RateLimiter, TokenBucket};
 
 /// One of the compare-and-swap limiters, named.
 struct Cas {
@@ -175,6 +175,47 @@ async fn replayed_timestamps_are_honoured_and_older_events_earn_nothing() {
             assert!(!allowed_at(3).await, "{name}: an older event was admitted");
         }
     }
+}
+
+/// An event replayed from long before a client's latest state (further
+/// back than the clock-skew allowance) is not a sign of a clock running
+/// ahead: the state is judged against this process's present, not the
+/// event's time, so the old event moves nothing and earns nothing later.
+#[tokio::test]
+async fn an_event_far_older_than_the_latest_state_earns_nothing() {
+    let mut earned = Vec::new();
+    for f in fixtures().await {
+        let settings = CasSettings::on(&f.clock);
+        let quota: memcache_ratelimit::Quota = "10/minute".parse().unwrap();
+        let mut limiters = all(&f, "10/minute", false);
+        limiters.push(Cas {
+            name: "discrete refill",
+            limiter: settings.build(DiscreteRefill::builder(quota, f.store.clone())),
+        });
+        for cas in limiters {
+            let name = format!("{} {}", f.name, cas.name);
+            let client = unique_client("old-event");
+            let at = |secs: i64| chrono::DateTime::from_timestamp(T0 - 3_600 + secs, 0).unwrap();
+            let check = |secs: i64| {
+                let limiter = &cas.limiter;
+                let client = &client;
+                async move { limiter.check_at(client, 1, at(secs)).await.unwrap() }
+            };
+            for _ in 0..10 {
+                assert!(check(60).await.is_allowed(), "{name}");
+            }
+            assert!(check(60).await.is_denied(), "{name}");
+            // Sixty seconds before the latest state: beyond the 1 s allowance.
+            let _ = check(0).await;
+            if check(61).await.is_allowed() {
+                earned.push(name);
+            }
+        }
+    }
+    assert!(
+        earned.is_empty(),
+        "an event long before the latest state earned quota: {earned:?}"
+    );
 }
 
 #[tokio::test]

@@ -32,6 +32,7 @@ use super::stats::{
 use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::algorithm::repairs::Repairs;
 use crate::algorithm::settings::{DeniedRequests, Settings};
+use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::KeyBuf;
@@ -51,6 +52,9 @@ pub(super) struct Engine<C> {
     pub(super) skew: i64,
     /// Where repaired states are counted and reported.
     pub(super) repairs: Arc<Repairs>,
+    /// The limiter's clock, read only when a state looks ahead of a
+    /// request's own time.
+    pub(super) clock: Arc<dyn Clock>,
     pub(super) counters: Counters,
     pub(super) combiner: Combiner,
 }
@@ -73,6 +77,7 @@ impl<C: CasCore> CasLimiter<C> {
             slack: settings.expiry_slack(),
             skew: i64::try_from(settings.max_clock_skew.as_nanos()).unwrap_or(i64::MAX),
             repairs: settings.repairs.clone(),
+            clock: settings.clock.clone(),
             counters: Counters::default(),
             combiner: Combiner::new(settings.deadline),
         });
@@ -250,12 +255,26 @@ impl<C: CasCore> Engine<C> {
                 .state_repaired(key, bytes, "not this limiter's state; replaced");
             return (None, true);
         };
-        if self.core.repair(&mut state, now, self.skew) {
-            self.repairs
-                .state_repaired(key, bytes, "beyond the policy's horizon; clamped to it");
-            return (Some(state), true);
+        if !self.core.repair(&mut state, now, self.skew) {
+            return (Some(state), false);
         }
-        (Some(state), false)
+        // Ahead of this request's time, but the request may be an event
+        // replayed from the past (`check_at`): what a writer could have
+        // stored is bounded by this process's present, not by the event.
+        let present = self
+            .clock
+            .unix_nanos()
+            .map_or(now, |present| present.max(now));
+        if present > now {
+            if let Some(mut fresh) = self.core.decode(bytes) {
+                if !self.core.repair(&mut fresh, present, self.skew) {
+                    return (Some(fresh), false);
+                }
+            }
+        }
+        self.repairs
+            .state_repaired(key, bytes, "beyond the policy's horizon; clamped to it");
+        (Some(state), true)
     }
 
     /// The optimistic loop for one group: read, decide every member in

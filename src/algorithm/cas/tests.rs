@@ -140,6 +140,7 @@ pub(super) fn limiter_on<C: CasCore>(store: Arc<dyn Store>, core: C) -> Arc<CasL
         denied: DeniedRequests::Refunded,
         max_clock_skew: Duration::from_secs(1),
         repairs: Arc::default(),
+        clock: Arc::new(crate::clock::SystemClock),
     };
     Arc::new(CasLimiter::new(settings, core, CasPolicy::default()))
 }
