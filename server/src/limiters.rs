@@ -9,11 +9,14 @@
 //! costs rebuilding the limiters in use: their state is in the store.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use memcache_ratelimit::limiter::{DeniedRequests, FailurePolicy, LimiterStats};
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{Algorithm, ConfigError, LimiterSpec, Quota, RateLimiter};
+use memcache_ratelimit::{Algorithm, Decision, LimiterSpec, Quota, RateLimiter};
 
 /// What identifies a limiter: the command family's namespace, the
 /// algorithm with its parameters, the quota, and whether denied requests
@@ -28,11 +31,33 @@ pub struct LimiterKey {
     pub denied_counted: bool,
 }
 
+impl LimiterKey {
+    /// `algorithm` allowing `limit` per `period` in `namespace`; the
+    /// library's words when it refuses the quota.
+    pub fn new(
+        namespace: &'static str,
+        algorithm: Algorithm,
+        limit: u64,
+        period: Duration,
+        denied_counted: bool,
+    ) -> Result<Self, String> {
+        let limit = NonZeroU64::new(limit).ok_or("the limit must be at least 1")?;
+        let quota = Quota::with_period(limit, period).map_err(|error| error.to_string())?;
+        Ok(Self {
+            namespace,
+            algorithm,
+            quota,
+            denied_counted,
+        })
+    }
+}
+
 /// The limiters built so far, and what they share.
 pub struct Limiters {
     store: Arc<dyn Store>,
     failure: FailurePolicy,
-    built: Mutex<HashMap<LimiterKey, Arc<RateLimiter>>>,
+    /// Read on every decision, written once per parameter set.
+    built: RwLock<HashMap<LimiterKey, Arc<RateLimiter>>>,
     /// The statistics of limiters dropped when the cache started again,
     /// so that `INFO` never goes backwards.
     retired: Mutex<LimiterStats>,
@@ -47,15 +72,14 @@ impl Limiters {
         Self {
             store,
             failure,
-            built: Mutex::new(HashMap::new()),
+            built: RwLock::new(HashMap::new()),
             retired: Mutex::new(LimiterStats::default()),
         }
     }
 
     /// The limiter for `key`, built on first use.
-    pub fn get(&self, key: LimiterKey) -> Result<Arc<RateLimiter>, ConfigError> {
-        let mut built = lock(&self.built);
-        if let Some(limiter) = built.get(&key) {
+    fn get(&self, key: LimiterKey) -> Result<Arc<RateLimiter>, String> {
+        if let Some(limiter) = read(&self.built).get(&key) {
             return Ok(limiter.clone());
         }
         let spec = LimiterSpec::new(key.algorithm, key.quota)
@@ -66,7 +90,14 @@ impl Limiters {
             } else {
                 DeniedRequests::Refunded
             });
-        let limiter = Arc::new(spec.build(self.store.clone())?);
+        let mut built = write(&self.built);
+        if let Some(limiter) = built.get(&key) {
+            return Ok(limiter.clone());
+        }
+        let limiter = Arc::new(
+            spec.build(self.store.clone())
+                .map_err(|error| error.to_string())?,
+        );
         if built.len() >= Self::CAPACITY {
             let mut retired = lock(&self.retired);
             for old in built.values() {
@@ -78,23 +109,51 @@ impl Limiters {
         Ok(limiter)
     }
 
+    /// Decides `cost` units for `client` on the limiter of `key`, at `at`
+    /// (a client's timestamp) or now by the limiter's clock; the library's
+    /// words for a refused configuration or a failed decision.
+    pub async fn decide(
+        &self,
+        key: LimiterKey,
+        client: &[u8],
+        cost: u64,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<Decision, String> {
+        let limiter = self.get(key)?;
+        let decided = match at {
+            Some(at) => limiter.check_at(client, cost, at).await,
+            None => limiter.check_n(client, cost).await,
+        };
+        decided.map_err(|error| error.to_string())
+    }
+
     /// The statistics of every limiter the server has run, summed.
     pub fn stats(&self) -> LimiterStats {
         let retired = *lock(&self.retired);
-        lock(&self.built)
+        read(&self.built)
             .values()
             .fold(retired, |total, limiter| total.plus(limiter.stats()))
     }
 
     /// How many limiters are kept now.
     pub fn len(&self) -> usize {
-        lock(&self.built).len()
+        read(&self.built).len()
     }
 }
 
-/// The lock, even if a thread panicked holding it: the map stays valid.
+// The locks, even if a thread panicked holding one: the values stay valid.
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -27,6 +27,17 @@ pub enum Outcome {
     Error,
 }
 
+impl Outcome {
+    /// A decision's outcome.
+    pub fn of(decision: &memcache_ratelimit::Decision) -> Self {
+        if decision.is_allowed() {
+            Self::Allowed
+        } else {
+            Self::Denied
+        }
+    }
+}
+
 /// One command's counts.
 #[derive(Debug, Default)]
 pub struct CommandCounts {

@@ -15,6 +15,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use redis_protocol::resp3::decode::complete::decode;
 
+mod common;
+use common::multibulk;
+
 /// A server on a free loopback port, on its own runtime, for the rest of
 /// the test process.
 fn start() -> SocketAddr {
@@ -104,16 +107,6 @@ fn command() -> impl Strategy<Value = Vec<Vec<u8>>> {
             args.insert(0, name);
             args
         })
-}
-
-fn multibulk(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// One reply from the front of `buffer`: RESP3 (after `HELLO 3`), or RESP2,

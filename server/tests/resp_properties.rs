@@ -12,6 +12,9 @@ use proptest::prelude::*;
 use redis_protocol::resp2::types::OwnedFrame as Frame2;
 use redis_protocol::resp3::types::{FrameMap, OwnedFrame as Frame3};
 
+mod common;
+use common::multibulk;
+
 /// Everything `parse` makes of `input` fed in pieces of the given sizes
 /// (cycled; the rest in one piece): the commands, then how it ended.
 fn feed(
@@ -48,16 +51,6 @@ fn feed(
             return (commands, Ok(()));
         }
     }
-}
-
-fn multibulk(args: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for arg in args {
-        out.extend_from_slice(format!("${}\r\n", arg.len()).as_bytes());
-        out.extend_from_slice(arg);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// An inline line with every argument in double quotes, escaped.

@@ -12,15 +12,15 @@
 //! taking anything) and a quantity above the limit (redis-cell denies it
 //! with −1 as its wait) are errors.
 
-use std::num::NonZeroU64;
 use std::time::Duration;
 
 use bytes::Bytes;
-use memcache_ratelimit::{Algorithm, Decision, Quota};
+use memcache_ratelimit::{Algorithm, Decision};
 
 use super::args::{integer, shown};
 use crate::limiters::{LimiterKey, Limiters};
 use crate::resp::Reply;
+use crate::stats::Outcome;
 
 const NAMESPACE: &str = "cl";
 const USAGE: &str =
@@ -85,30 +85,23 @@ pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
     })
 }
 
-/// Runs `request` now, by the limiter's clock.
-pub async fn run(limiters: &Limiters, request: Request) -> Reply {
-    let Some(count) = NonZeroU64::new(request.count) else {
-        return Reply::error("Cell error: Zero rates are not supported");
+/// Runs `request` now, by the limiter's clock; says what it decided.
+pub async fn run(limiters: &Limiters, request: Request) -> (Reply, Outcome) {
+    let algorithm = Algorithm::Gcra {
+        burst: Some(request.burst),
     };
-    let quota = match Quota::with_period(count, Duration::from_secs(request.period_s)) {
-        Ok(quota) => quota,
-        Err(error) => return Reply::error(format!("Cell error: {error}")),
+    let period = Duration::from_secs(request.period_s);
+    let decided = match LimiterKey::new(NAMESPACE, algorithm, request.count, period, false) {
+        Ok(key) => {
+            limiters
+                .decide(key, &request.key, request.quantity, None)
+                .await
+        }
+        Err(error) => Err(error),
     };
-    let key = LimiterKey {
-        namespace: NAMESPACE,
-        algorithm: Algorithm::Gcra {
-            burst: Some(request.burst),
-        },
-        quota,
-        denied_counted: false,
-    };
-    let limiter = match limiters.get(key) {
-        Ok(limiter) => limiter,
-        Err(error) => return Reply::error(format!("Cell error: {error}")),
-    };
-    match limiter.check_n(&request.key, request.quantity).await {
-        Ok(decision) => reply(&decision, request.burst),
-        Err(error) => Reply::error(format!("Cell error: {error}")),
+    match decided {
+        Ok(decision) => (reply(&decision, request.burst), Outcome::of(&decision)),
+        Err(error) => (Reply::error(format!("Cell error: {error}")), Outcome::Error),
     }
 }
 

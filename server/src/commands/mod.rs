@@ -52,52 +52,11 @@ impl Job {
         let limiters = &shared.limiters;
         match self {
             Self::Smyte(variant, request) => {
-                let take = request.take;
-                let reply = smyte::run(limiters, variant, request, chrono::Utc::now()).await;
-                // The tokens available before: the reply, or its first
-                // element for RL.(P)SESSIONIZE.
-                let available = match &reply {
-                    Reply::Integer(available) => Some(*available),
-                    Reply::Array(items) => match items.first() {
-                        Some(Reply::Integer(available)) => Some(*available),
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let outcome = match available {
-                    Some(_) if take == 0 => Outcome::Read,
-                    Some(available) if u64::try_from(available).unwrap_or(0) >= take => {
-                        Outcome::Allowed
-                    }
-                    Some(_) => Outcome::Denied,
-                    None => Outcome::Error,
-                };
-                (reply, outcome)
+                smyte::run(limiters, variant, request, chrono::Utc::now()).await
             }
-            Self::Cell(request) => {
-                let reply = cell::run(limiters, request).await;
-                let outcome = first_flag(&reply, Outcome::Denied, Outcome::Allowed);
-                (reply, outcome)
-            }
-            Self::Window(request) => {
-                let reply = window::run(limiters, request).await;
-                let outcome = first_flag(&reply, Outcome::Allowed, Outcome::Denied);
-                (reply, outcome)
-            }
+            Self::Cell(request) => cell::run(limiters, request).await,
+            Self::Window(request) => window::run(limiters, request).await,
         }
-    }
-}
-
-/// `if_one` when `reply` is an array whose first element is 1, `if_zero`
-/// when it is 0, an error otherwise.
-fn first_flag(reply: &Reply, if_one: Outcome, if_zero: Outcome) -> Outcome {
-    match reply {
-        Reply::Array(items) => match items.first() {
-            Some(Reply::Integer(1)) => if_one,
-            Some(Reply::Integer(0)) => if_zero,
-            _ => Outcome::Error,
-        },
-        _ => Outcome::Error,
     }
 }
 
@@ -114,24 +73,25 @@ pub enum Step {
 
 /// Reads `args` (the name first) and answers it, or makes it a [`Job`].
 pub fn prepare(args: &[Bytes], session: &mut Session, shared: &Shared) -> Step {
-    let Some(name) = args.first() else {
+    let Some(given) = args.first() else {
         return Step::Reply(Reply::error("ERR empty command"));
     };
-    let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-    if !session.authenticated && !matches!(name.as_str(), "auth" | "hello" | "quit") {
+    let mut buffer = [0; 16];
+    let name = lower_case(given, &mut buffer);
+    if !session.authenticated && !matches!(name, "auth" | "hello" | "quit") {
         return Step::Reply(Reply::error(admin::NOAUTH));
     }
     let job = |parsed: Result<Job, Reply>| match parsed {
         Ok(job) => Step::Job(job),
         Err(reply) => {
-            if let Some(counts) = shared.stats.command(&name) {
+            if let Some(counts) = shared.stats.command(name) {
                 counts.record(Outcome::Error);
             }
             Step::Reply(reply)
         }
     };
     let smyte = |variant: Variant| job(smyte::parse(variant, args).map(|r| Job::Smyte(variant, r)));
-    Step::Reply(match name.as_str() {
+    Step::Reply(match name {
         "rl.reduce" => return smyte(Variant::REDUCE),
         "rl.get" => return smyte(Variant::GET),
         "rl.preduce" => return smyte(Variant::PREDUCE),
@@ -149,15 +109,31 @@ pub fn prepare(args: &[Bytes], session: &mut Session, shared: &Shared) -> Step {
         "client" => admin::client(args, session),
         "command" => admin::command(args),
         "info" => info(args, shared),
-        _ => unknown(&name, args),
+        _ => unknown(args),
     })
 }
 
+/// `name` in lower case, written in `buffer` (no allocation per command);
+/// empty, which names no command, when it is longer than any command's
+/// name or not text.
+fn lower_case<'b>(name: &[u8], buffer: &'b mut [u8; 16]) -> &'b str {
+    let Some(lower) = buffer.get_mut(..name.len()) else {
+        return "";
+    };
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    std::str::from_utf8(lower).unwrap_or("")
+}
+
 /// Redis's answer to a command it does not know.
-fn unknown(name: &str, args: &[Bytes]) -> Reply {
+fn unknown(args: &[Bytes]) -> Reply {
+    let name = args
+        .first()
+        .map(|name| args::shown(name))
+        .unwrap_or_default();
     let mut message = format!(
         "ERR unknown command '{}', with args beginning with: ",
-        args::shown(name.as_bytes())
+        name.to_ascii_lowercase()
     );
     for arg in args.iter().skip(1).take(16) {
         message.push_str(&format!("'{}' ", args::shown(arg)));

@@ -36,16 +36,16 @@
 //! is refused with the invalid-integer error (the library's sessionizing
 //! bucket has no read that writes nothing).
 
-use std::num::NonZeroU64;
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use memcache_ratelimit::{Algorithm, Decision, Quota};
+use memcache_ratelimit::{Algorithm, Decision};
 
 use super::args::{integer, is};
 use crate::limiters::{LimiterKey, Limiters};
 use crate::resp::Reply;
+use crate::stats::Outcome;
 
 /// Smyte's error for an argument that is not an integer, or out of range.
 pub const INVALID_INTEGER: &str = "Value is not an integer or out of range";
@@ -189,18 +189,14 @@ pub fn parse(variant: Variant, args: &[Bytes]) -> Result<Request, Reply> {
     })
 }
 
-/// The time `request` runs at (its `AT`, or `now`) and its quota.
-fn time_and_quota(request: &Request, now: DateTime<Utc>) -> Result<(DateTime<Utc>, Quota), Reply> {
-    let at = match request.at_ms {
+/// The time `request` runs at: its `AT`, or `now`.
+fn time(request: &Request, now: DateTime<Utc>) -> Result<DateTime<Utc>, Reply> {
+    match request.at_ms {
         Some(ms) => {
-            DateTime::from_timestamp_millis(ms).ok_or_else(|| Reply::error(INVALID_INTEGER))?
+            DateTime::from_timestamp_millis(ms).ok_or_else(|| Reply::error(INVALID_INTEGER))
         }
-        None => now,
-    };
-    let max = NonZeroU64::new(request.max).ok_or_else(|| Reply::error(INVALID_INTEGER))?;
-    let quota = Quota::with_period(max, Duration::from_millis(request.refill_ms))
-        .map_err(|error| Reply::error(format!("ERR {error}")))?;
-    Ok((at, quota))
+        None => Ok(now),
+    }
 }
 
 /// Smyte's "tokens available before": what an allowed decision left plus
@@ -215,89 +211,59 @@ fn available(decision: &Decision, take: u64) -> u64 {
 
 /// Runs `request` of `variant` at `now` (when it names no time), and
 /// replies the tokens available before it (with the session start, for
-/// `RL.(P)SESSIONIZE`).
+/// `RL.(P)SESSIONIZE`); says what it decided.
 pub async fn run(
     limiters: &Limiters,
     variant: Variant,
     request: Request,
     now: DateTime<Utc>,
-) -> Reply {
-    if variant.sessionize {
-        return sessionize(limiters, request, now).await;
-    }
-    let (at, quota) = match time_and_quota(&request, now) {
-        Ok(prepared) => prepared,
-        Err(reply) => return reply,
+) -> (Reply, Outcome) {
+    let at = match time(&request, now) {
+        Ok(at) => at,
+        Err(reply) => return (reply, Outcome::Error),
     };
     // Reading (GET, TAKE 0) is a request the bucket can never grant,
     // decided without counting denials: it writes nothing, and a denial
-    // reports the tokens available.
+    // reports the tokens available. A sessionize always takes (`parse`).
     let reads = request.take == 0;
     let cost = if reads {
         request.max.saturating_add(1)
     } else {
         request.take
     };
-    let key = LimiterKey {
-        namespace: NAMESPACE,
-        algorithm: Algorithm::DiscreteRefill {
-            refill: Some(request.refill),
+    let refill = Some(request.refill);
+    let algorithm = if variant.sessionize {
+        Algorithm::Sessionize { refill }
+    } else {
+        Algorithm::DiscreteRefill {
+            refill,
             restart_when_empty: request.strict,
-        },
-        quota,
-        denied_counted: !reads,
-    };
-    let limiter = match limiters.get(key) {
-        Ok(limiter) => limiter,
-        Err(error) => return Reply::error(format!("ERR {error}")),
-    };
-    match limiter.check_at(&request.key, cost, at).await {
-        Ok(decision) => {
-            // An allowed decision reports what is left after it; one
-            // allowed by the failure policy knows nothing, and a read says
-            // the bucket is full.
-            let before = available(&decision, cost);
-            let available = if reads {
-                before.min(request.max)
-            } else {
-                before
-            };
-            Reply::Integer(i64::try_from(available).unwrap_or(i64::MAX))
         }
-        Err(error) => Reply::error(format!("ERR {error}")),
+    };
+    let period = Duration::from_millis(request.refill_ms);
+    let decided = match LimiterKey::new(NAMESPACE, algorithm, request.max, period, !reads) {
+        Ok(key) => limiters.decide(key, &request.key, cost, Some(at)).await,
+        Err(error) => Err(error),
+    };
+    let decision = match decided {
+        Ok(decision) => decision,
+        Err(error) => return (Reply::error(format!("ERR {error}")), Outcome::Error),
+    };
+    let integer = |n: u64| Reply::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+    if reads {
+        // A read allowed by the failure policy knows nothing: it says the
+        // bucket is full.
+        let before = available(&decision, cost).min(request.max);
+        return (integer(before), Outcome::Read);
     }
-}
-
-/// `RL.(P)SESSIONIZE`: `request` on the sessionizing bucket, always
-/// strict; replies `[available before, session start in unix ms]`. A
-/// decision made under the failure policy knows no stored session: its
-/// start is the client's time, a new key's.
-async fn sessionize(limiters: &Limiters, request: Request, now: DateTime<Utc>) -> Reply {
-    let (at, quota) = match time_and_quota(&request, now) {
-        Ok(prepared) => prepared,
-        Err(reply) => return reply,
+    let before = integer(available(&decision, cost));
+    let reply = if variant.sessionize {
+        // Under the failure policy no stored session is known: its start
+        // is the client's time, a new key's.
+        let start = decision.session_start().unwrap_or(at);
+        Reply::Array(vec![before, Reply::Integer(start.timestamp_millis())])
+    } else {
+        before
     };
-    let key = LimiterKey {
-        namespace: NAMESPACE,
-        algorithm: Algorithm::Sessionize {
-            refill: Some(request.refill),
-        },
-        quota,
-        denied_counted: true,
-    };
-    let limiter = match limiters.get(key) {
-        Ok(limiter) => limiter,
-        Err(error) => return Reply::error(format!("ERR {error}")),
-    };
-    match limiter.check_at(&request.key, request.take, at).await {
-        Ok(decision) => {
-            let available = available(&decision, request.take);
-            let start = decision.session_start().unwrap_or(at);
-            Reply::Array(vec![
-                Reply::Integer(i64::try_from(available).unwrap_or(i64::MAX)),
-                Reply::Integer(start.timestamp_millis()),
-            ])
-        }
-        Err(error) => Reply::error(format!("ERR {error}")),
-    }
+    (reply, Outcome::of(&decision))
 }

@@ -8,16 +8,16 @@
 //! can succeed (−1 when allowed). Denied requests are not counted, as in
 //! the library's default.
 
-use std::num::NonZeroU64;
 use std::time::Duration;
 
 use bytes::Bytes;
 use memcache_ratelimit::algorithm::DEFAULT_SUB_WINDOWS;
-use memcache_ratelimit::{Algorithm, Quota};
+use memcache_ratelimit::Algorithm;
 
 use super::args::{integer, is};
 use crate::limiters::{LimiterKey, Limiters};
 use crate::resp::Reply;
+use crate::stats::Outcome;
 
 const NAMESPACE: &str = "rw";
 const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
@@ -69,44 +69,33 @@ pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
     Ok(request)
 }
 
-/// Runs `request` now, by the limiter's clock.
-pub async fn run(limiters: &Limiters, request: Request) -> Reply {
-    let Some(limit) = NonZeroU64::new(request.limit) else {
-        return Reply::error(NOT_AN_INTEGER);
+/// Runs `request` now, by the limiter's clock; says what it decided.
+pub async fn run(limiters: &Limiters, request: Request) -> (Reply, Outcome) {
+    let algorithm = Algorithm::SlidingWindow {
+        sub_windows: request.sub_windows,
     };
-    let quota = match Quota::with_period(limit, Duration::from_secs(request.window_s)) {
-        Ok(quota) => quota,
-        Err(error) => return Reply::error(format!("ERR {error}")),
+    let period = Duration::from_secs(request.window_s);
+    let decided = match LimiterKey::new(NAMESPACE, algorithm, request.limit, period, false) {
+        Ok(key) => limiters.decide(key, &request.key, request.take, None).await,
+        Err(error) => Err(error),
     };
-    let key = LimiterKey {
-        namespace: NAMESPACE,
-        algorithm: Algorithm::SlidingWindow {
-            sub_windows: request.sub_windows,
-        },
-        quota,
-        denied_counted: false,
+    let decision = match decided {
+        Ok(decision) => decision,
+        Err(error) => return (Reply::error(format!("ERR {error}")), Outcome::Error),
     };
-    let limiter = match limiters.get(key) {
-        Ok(limiter) => limiter,
-        Err(error) => return Reply::error(format!("ERR {error}")),
+    let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let retry = match decision.retry_after() {
+        Some(wait) if decision.is_denied() => millis(wait),
+        _ => -1,
     };
-    match limiter.check_n(&request.key, request.take).await {
-        Ok(decision) => {
-            let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-            let retry = match decision.retry_after() {
-                Some(wait) if decision.is_denied() => millis(wait),
-                _ => -1,
-            };
-            Reply::Array(vec![
-                Reply::Integer(i64::from(decision.is_allowed())),
-                Reply::Integer(i64::try_from(decision.limit()).unwrap_or(i64::MAX)),
-                Reply::Integer(i64::try_from(decision.remaining()).unwrap_or(i64::MAX)),
-                Reply::Integer(millis(decision.reset_after())),
-                Reply::Integer(retry),
-            ])
-        }
-        Err(error) => Reply::error(format!("ERR {error}")),
-    }
+    let reply = Reply::Array(vec![
+        Reply::Integer(i64::from(decision.is_allowed())),
+        Reply::Integer(i64::try_from(decision.limit()).unwrap_or(i64::MAX)),
+        Reply::Integer(i64::try_from(decision.remaining()).unwrap_or(i64::MAX)),
+        Reply::Integer(millis(decision.reset_after())),
+        Reply::Integer(retry),
+    ]);
+    (reply, Outcome::of(&decision))
 }
 
 #[cfg(test)]

@@ -61,18 +61,13 @@ pub fn markdown(workloads: &[Workload], rows: &[Row]) -> Option<String> {
          |---|---|---|---|---|---:|---:|\n",
     );
     for (algorithm, what) in ROWS {
-        let poisson = &main_row(workloads, rows, "poisson-1.1x", algorithm)?
-            .outcome
-            .metrics;
-        let bursts = &main_row(workloads, rows, "on-off", algorithm)?
-            .outcome
-            .metrics;
-        let boundary = &main_row(workloads, rows, "boundary", algorithm)?
-            .outcome
-            .metrics;
-        let steady = &main_row(workloads, rows, "steady-1.1x", algorithm)?
-            .outcome
-            .metrics;
+        let metrics = |workload| {
+            main_row(workloads, rows, workload, algorithm).map(|row| &row.outcome.metrics)
+        };
+        let poisson = metrics("poisson-1.1x")?;
+        let bursts = metrics("on-off")?;
+        let boundary = metrics("boundary")?;
+        let steady = metrics("steady-1.1x")?;
         let _ = writeln!(
             out,
             "| {what} | {:.2}, {:.2}, {:.2} | {:.2}, {} | {:.2}, {:.2} | {:.2} | {} |",
