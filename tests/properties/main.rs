@@ -9,4 +9,5 @@ mod all_properties;
 mod discrete_refill_properties;
 mod linear_properties;
 mod sessionize_properties;
+mod smyte_model;
 mod state_repair_properties;
