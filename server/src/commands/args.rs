@@ -25,6 +25,14 @@ pub fn shown(bytes: &[u8]) -> String {
     String::from_utf8_lossy(cut).into_owned()
 }
 
+/// `text` split at spaces into arguments, as a test writes a command.
+#[cfg(test)]
+pub fn words(text: &str) -> Vec<bytes::Bytes> {
+    text.split(' ')
+        .map(|word| bytes::Bytes::copy_from_slice(word.as_bytes()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

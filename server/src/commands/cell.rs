@@ -134,12 +134,7 @@ fn clamp(value: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(text: &str) -> Vec<Bytes> {
-        text.split(' ')
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::commands::args::words as args;
 
     #[test]
     fn parses_as_redis_cell_and_refuses_what_cannot_be_meant() {

@@ -101,12 +101,7 @@ pub async fn run(limiters: &Limiters, request: Request) -> (Reply, Outcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(text: &str) -> Vec<Bytes> {
-        text.split(' ')
-            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-            .collect()
-    }
+    use crate::commands::args::words as args;
 
     #[test]
     fn options_in_any_order_and_case() {
