@@ -22,10 +22,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::T0;
-use memcache_ratelimit::{Clock, DiscreteRefill, ManualClock, MemoryStore, Quota, RateLimiter};
+use memcache_ratelimit::{DiscreteRefill, ManualClock, MemoryStore, Quota, RateLimiter};
 use proptest::prelude::*;
 
-use crate::smyte_model::{scenario, Model, Scenario};
+use crate::smyte_model::{self, scenario, Model, Scenario};
 
 const CLIENT: &[u8] = b"smyte";
 
@@ -44,43 +44,14 @@ fn limiter(s: &Scenario, clock: &ManualClock) -> RateLimiter {
 
 async fn agrees(s: &Scenario) -> Result<(), TestCaseError> {
     let clock = ManualClock::from_unix_secs(T0);
-    let limiter = limiter(s, &clock);
-    let mut model = Model::new(s.max, s.refill, s.period_ms, s.strict, s.restart);
-    for (index, &(step, back, cost)) in s.requests.iter().enumerate() {
-        clock.advance(Duration::from_nanos(step));
-        let now = clock.now() - chrono::Duration::nanoseconds(back as i64);
-        let decision = if back == 0 {
-            limiter.check_n(CLIENT, cost).await
-        } else {
-            limiter.check_at(CLIENT, cost, now).await
-        }
-        .map_err(|e| TestCaseError::fail(format!("request {index}: {e}")))?;
-        let t = i128::from(now.timestamp_nanos_opt().unwrap());
-        let (allowed, remaining, _) = model.request(t, cost);
-        let at = format!("request {index} (cost {cost}, {back} ns back) of {s:?}");
-        prop_assert_eq!(
-            (decision.is_allowed(), decision.remaining()),
-            (allowed, remaining),
-            "{}",
-            at
-        );
-        prop_assert_eq!(decision.limit(), s.max, "{}", at);
-        prop_assert!(
-            model.exact_wait(t, decision.reset_after(), s.max),
-            "{}: reset_after {:?}",
-            at,
-            decision.reset_after()
-        );
-        if let (Some(retry), true) = (decision.retry_after(), cost <= s.max) {
-            prop_assert!(
-                model.exact_wait(t, retry, cost),
-                "{}: retry_after {:?}",
-                at,
-                retry
-            );
-        }
-    }
-    Ok(())
+    smyte_model::agrees(
+        s,
+        &limiter(s, &clock),
+        &clock,
+        Model::new(s.max, s.refill, s.period_ms, s.strict, s.restart),
+        false,
+    )
+    .await
 }
 
 proptest! {

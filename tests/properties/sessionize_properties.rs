@@ -23,13 +23,12 @@
 use crate::common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::T0;
-use memcache_ratelimit::{Clock, ManualClock, MemoryStore, Quota, RateLimiter, Sessionize};
+use memcache_ratelimit::{ManualClock, MemoryStore, Quota, RateLimiter, Sessionize};
 use proptest::prelude::*;
 
-use crate::smyte_model::{scenario, Model, Scenario};
+use crate::smyte_model::{self, scenario, Model, Scenario};
 
 const CLIENT: &[u8] = b"sessions";
 
@@ -47,43 +46,15 @@ fn limiter(s: &Scenario, clock: &ManualClock) -> RateLimiter {
 
 async fn agrees(s: &Scenario) -> Result<(), TestCaseError> {
     let clock = ManualClock::from_unix_secs(T0);
-    let limiter = limiter(s, &clock);
     // Always strict and restarting, whatever the limiter is told.
-    let mut model = Model::new(s.max, s.refill, s.period_ms, true, true);
-    for (index, &(step, back, cost)) in s.requests.iter().enumerate() {
-        clock.advance(Duration::from_nanos(step));
-        let now = clock.now() - chrono::Duration::nanoseconds(back as i64);
-        let decision = limiter
-            .check_at(CLIENT, cost, now)
-            .await
-            .map_err(|e| TestCaseError::fail(format!("request {index}: {e}")))?;
-        let t = i128::from(now.timestamp_nanos_opt().unwrap());
-        let (allowed, remaining, start) = model.request(t, cost);
-        let at = format!("request {index} (cost {cost}, {back} ns back) of {s:?}");
-        prop_assert_eq!(
-            (decision.is_allowed(), decision.remaining()),
-            (allowed, remaining),
-            "{}",
-            at
-        );
-        let session = decision.session_start().map(|s| s.timestamp_nanos_opt());
-        prop_assert_eq!(session, Some(i64::try_from(start).ok()), "{}", at);
-        prop_assert!(
-            model.exact_wait(t, decision.reset_after(), s.max),
-            "{}: reset_after {:?}",
-            at,
-            decision.reset_after()
-        );
-        if let (Some(retry), true) = (decision.retry_after(), cost <= s.max) {
-            prop_assert!(
-                model.exact_wait(t, retry, cost),
-                "{}: retry_after {:?}",
-                at,
-                retry
-            );
-        }
-    }
-    Ok(())
+    smyte_model::agrees(
+        s,
+        &limiter(s, &clock),
+        &clock,
+        Model::new(s.max, s.refill, s.period_ms, true, true),
+        true,
+    )
+    .await
 }
 
 proptest! {

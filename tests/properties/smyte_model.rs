@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use memcache_ratelimit::limiter::DEFAULT_MAX_CLOCK_SKEW;
+use memcache_ratelimit::{Clock, ManualClock, RateLimiter};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -127,4 +128,57 @@ pub fn scenario() -> impl Strategy<Value = Scenario> {
             })
         },
     )
+}
+
+/// Replays `s` on `limiter` (reading `clock`) and on `model`, request by
+/// request: they must agree on allowed or denied, `remaining` and the
+/// limit, and, where `sessions`, on the session start; every
+/// `reset_after`, and a denial's `retry_after`, must be exact on the model.
+pub async fn agrees(
+    s: &Scenario,
+    limiter: &RateLimiter,
+    clock: &ManualClock,
+    mut model: Model,
+    sessions: bool,
+) -> Result<(), TestCaseError> {
+    let client = b"smyte";
+    for (index, &(step, back, cost)) in s.requests.iter().enumerate() {
+        clock.advance(Duration::from_nanos(step));
+        let now = clock.now() - chrono::Duration::nanoseconds(back as i64);
+        let decision = if back == 0 {
+            limiter.check_n(client, cost).await
+        } else {
+            limiter.check_at(client, cost, now).await
+        }
+        .map_err(|e| TestCaseError::fail(format!("request {index}: {e}")))?;
+        let t = i128::from(now.timestamp_nanos_opt().unwrap());
+        let (allowed, remaining, start) = model.request(t, cost);
+        let at = format!("request {index} (cost {cost}, {back} ns back) of {s:?}");
+        prop_assert_eq!(
+            (decision.is_allowed(), decision.remaining()),
+            (allowed, remaining),
+            "{}",
+            at
+        );
+        prop_assert_eq!(decision.limit(), s.max, "{}", at);
+        if sessions {
+            let session = decision.session_start().map(|s| s.timestamp_nanos_opt());
+            prop_assert_eq!(session, Some(i64::try_from(start).ok()), "{}", at);
+        }
+        prop_assert!(
+            model.exact_wait(t, decision.reset_after(), s.max),
+            "{}: reset_after {:?}",
+            at,
+            decision.reset_after()
+        );
+        if let (Some(retry), true) = (decision.retry_after(), cost <= s.max) {
+            prop_assert!(
+                model.exact_wait(t, retry, cost),
+                "{}: retry_after {:?}",
+                at,
+                retry
+            );
+        }
+    }
+    Ok(())
 }
