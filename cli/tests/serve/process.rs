@@ -20,9 +20,15 @@ impl Served {
     /// `memcache-ratelimit serve --listen 127.0.0.1:0 <args>`, once it
     /// says where it listens.
     pub fn start(args: &[&str]) -> Self {
+        Self::start_with_env(args, &[])
+    }
+
+    /// [`start`](Self::start), with `env` set in its environment.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

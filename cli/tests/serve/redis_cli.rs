@@ -198,6 +198,8 @@ fn connection_commands_answer_as_redis_does() {
             "CLIENT GETNAME",
             "CLIENT SETINFO LIB-NAME cli-test",
             "COMMAND COUNT",
+            "COMMAND DOCS",
+            "COMMAND INFO rl.reduce",
             "NOSUCH x",
         ],
     );
@@ -213,6 +215,15 @@ fn connection_commands_answer_as_redis_does() {
             "tester",
             "OK",
             "17",
+            // COMMAND DOCS: an empty answer, which redis-cli accepts
+            // (nothing printed); COMMAND INFO: name, arity, flags, keys.
+            "rl.reduce",
+            "-4",
+            "write",
+            "fast",
+            "1",
+            "1",
+            "1",
             "ERR unknown command 'nosuch', with args beginning with: 'x' ",
         ]
     );
@@ -259,6 +270,62 @@ fn a_password_is_required_when_set() {
         &["RL.REDUCE k 2 60"],
     );
     assert_eq!(with_flag, ["1"]);
+}
+
+/// The password may come from the environment instead of a command line
+/// others can read.
+#[test]
+fn the_password_can_come_from_the_environment() {
+    let served = Served::start_with_env(&[], &[("MEMCACHE_RATELIMIT_REQUIREPASS", "from-env")]);
+    let replies = session(
+        &served,
+        &[],
+        &["PING", "AUTH wrong", "AUTH default from-env", "PING"],
+    );
+    assert_eq!(
+        replies,
+        [
+            "NOAUTH Authentication required.",
+            "WRONGPASS invalid username-password pair or user is disabled.",
+            "OK",
+            "PONG"
+        ]
+    );
+}
+
+/// Loopback on Smyte's port unless told otherwise; the limits are flags.
+#[test]
+fn it_listens_on_loopback_by_default_and_its_limits_are_flags() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: 127.0.0.1:9049]"), "{help}");
+    for flag in [
+        "--max-args",
+        "--max-bulk",
+        "--max-inline",
+        "--max-connections",
+    ] {
+        assert!(help.contains(flag), "{flag} in {help}");
+    }
+    // Four arguments where three are allowed: Redis's error, then closed.
+    let served = Served::start(&["--max-args", "3"]);
+    let mut stream = TcpStream::connect(&served.address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"*3\r\n$4\r\nPING\r\n$1\r\na\r\n$1\r\nb\r\n*4\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "-ERR wrong number of arguments for 'ping' command\r\n\
+         -ERR Protocol error: invalid multibulk length\r\n"
+    );
 }
 
 /// Malformed input gets Redis's protocol error, then the connection
