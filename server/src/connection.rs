@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
-use futures_util::future::join_all;
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
@@ -117,25 +117,31 @@ async fn answer(
             }
         }
     }
-    let done = join_all(lanes.into_iter().map(|lane| async move {
-        let mut done = Vec::with_capacity(lane.len());
-        for (at, job) in lane {
-            let name = job.name();
-            let began = Instant::now();
-            let (reply, outcome) = job.run(shared).await;
-            if let Some(counts) = shared.stats.command(name) {
-                counts.record(outcome);
+    // Each lane is polled only when its store call wakes it (`join_all`
+    // polls every lane on every wake-up, quadratic in the lanes of a read).
+    let mut running: FuturesUnordered<_> = lanes
+        .into_iter()
+        .map(|lane| async move {
+            let mut done = Vec::with_capacity(lane.len());
+            for (at, job) in lane {
+                let name = job.name();
+                let began = Instant::now();
+                let (reply, outcome) = job.run(shared).await;
+                if let Some(counts) = shared.stats.command(name) {
+                    counts.record(outcome);
+                }
+                if shared.config.metrics.is_some() {
+                    crate::metrics::decision(name, outcome, began.elapsed());
+                }
+                done.push((at, reply));
             }
-            if shared.config.metrics.is_some() {
-                crate::metrics::decision(name, outcome, began.elapsed());
-            }
-            done.push((at, reply));
+            done
+        })
+        .collect();
+    while let Some(done) = running.next().await {
+        for (at, reply) in done {
+            replies[at].1 = Some(reply);
         }
-        done
-    }))
-    .await;
-    for (at, reply) in done.into_iter().flatten() {
-        replies[at].1 = Some(reply);
     }
     for (protocol, reply) in replies {
         reply

@@ -95,6 +95,8 @@ fn write_section(out: &mut String, section: &str, shared: &Shared) {
             line("failures_returned", &failures.returned);
             line("state_repaired", &failures.repaired);
             line("cas_retries", &limiters.cas_retries);
+            line("cas_known", &limiters.cas_known);
+            line("cas_stale", &limiters.cas_stale);
             if let Some(memcached) = &shared.memcached {
                 let pipeline = memcached.pipeline_stats();
                 line("store_round_trips", &pipeline.batches);

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use memcache_ratelimit::algorithm::CasPolicy;
 pub use memcache_ratelimit::limiter::DeniedRequests;
 use memcache_ratelimit::store::Store;
 pub use memcache_ratelimit::Algorithm;
@@ -36,8 +37,11 @@ pub const DENY_CACHE_CAPACITY: usize = 65_536;
 /// limiter, so each node has its own caches, as each process would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Caches {
-    /// The sliding window's sealed-bucket cache, at the library's default
-    /// size (`false`: `.sealed_cache(0)`). Only the sliding window has one.
+    /// The algorithm's cache of what it read or wrote before, at the
+    /// library's default size: the sliding window's sealed-bucket cache
+    /// (`false`: `.sealed_cache(0)`), or the compare-and-swap algorithms'
+    /// known states (`false`: `CasPolicy::known_states(0)`). The fixed
+    /// window has none.
     pub sealed: bool,
     /// The limiter wrapped in a [`DenyCache`] of
     /// [`DENY_CACHE_CAPACITY`] clients.
@@ -59,11 +63,11 @@ impl Caches {
         Caches { sealed, deny }
     }
 
-    /// These caches as `algorithm` can have them: the sealed-bucket cache
-    /// belongs to the sliding window alone.
+    /// These caches as `algorithm` can have them: the fixed window has no
+    /// cache of what it read.
     pub fn for_algorithm(self, algorithm: Algorithm) -> Caches {
         Caches {
-            sealed: self.sealed && algorithm.sub_windows().is_some(),
+            sealed: self.sealed && algorithm != Algorithm::FixedWindow,
             deny: self.deny,
         }
     }
@@ -235,6 +239,7 @@ impl Simulated for Algorithm {
             spec
         } else {
             spec.sealed_cache(0)
+                .cas_policy(CasPolicy::default().known_states(0))
         }
     }
 }

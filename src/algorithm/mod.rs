@@ -17,7 +17,10 @@
 //! refund) unless denied requests are counted
 //! ([`DeniedRequests`]). The compare-and-swap
 //! algorithms retry their read and write when another writer got there
-//! first ([`CasPolicy`]).
+//! first ([`CasPolicy`]), and skip the read of a state they wrote last
+//! themselves, writing on the version the store returned
+//! ([`CasPolicy::known_states`]): then an allowed decision is one store
+//! call.
 
 mod cas;
 mod choice;
@@ -29,7 +32,7 @@ mod window;
 
 pub use self::cas::{
     CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation, Sessionize, SlidingLog,
-    TokenBucket, MAX_LOG_LIMIT,
+    TokenBucket, DEFAULT_KNOWN_STATES, MAX_LOG_LIMIT,
 };
 pub use self::choice::Algorithm;
 pub(crate) use self::engine::Engine;

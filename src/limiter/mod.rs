@@ -266,11 +266,14 @@ impl RateLimiter {
     /// [`LimiterStats`].
     pub fn stats(&self) -> LimiterStats {
         let (allowed, denied, errors) = self.failures.outcomes();
+        let cas = self.engine.cas_stats();
         LimiterStats {
             allowed,
             denied,
             errors,
-            cas_retries: self.engine.cas_stats().retries,
+            cas_retries: cas.retries,
+            cas_known: cas.known,
+            cas_stale: cas.stale,
             failures: self.failures.stats(self.repairs.count()),
         }
     }

@@ -39,6 +39,13 @@ pub struct LimiterStats {
     /// Compare-and-swap attempts made again after losing a race to
     /// another writer (always 0 for the window algorithms).
     pub cas_retries: u64,
+    /// Compare-and-swap decisions written on the state the limiter already
+    /// knew, without reading it first (see
+    /// [`CasPolicy::known_states`](crate::algorithm::CasPolicy::known_states)).
+    pub cas_known: u64,
+    /// Of those, the ones that found the state changed by another writer
+    /// (or expired) and read it again.
+    pub cas_stale: u64,
     /// Store failures, what the failure policy made of them, and counters
     /// repaired.
     pub failures: FailureStats,
@@ -59,6 +66,8 @@ impl LimiterStats {
             denied: self.denied + other.denied,
             errors: self.errors + other.errors,
             cas_retries: self.cas_retries + other.cas_retries,
+            cas_known: self.cas_known + other.cas_known,
+            cas_stale: self.cas_stale + other.cas_stale,
             failures: FailureStats {
                 absorbed: f.0.absorbed + f.1.absorbed,
                 store_errors: f.0.store_errors + f.1.store_errors,
@@ -83,6 +92,8 @@ impl LimiterStats {
     /// | `ratelimit_decisions_total` | `outcome` = `allowed` or `denied` |
     /// | `ratelimit_errors_total` | |
     /// | `ratelimit_cas_retries_total` | |
+    /// | `ratelimit_cas_known_total` | |
+    /// | `ratelimit_cas_stale_total` | |
     /// | `ratelimit_store_failures_total` | `kind` = `error` or `deadline` |
     /// | `ratelimit_fallbacks_total` | |
     /// | `ratelimit_counter_repairs_total` | |
@@ -123,6 +134,8 @@ impl LimiterStats {
         let plain = |counter: &'static str| metrics::counter!(counter, "limiter" => name.clone());
         set(plain("ratelimit_errors_total"), self.errors);
         set(plain("ratelimit_cas_retries_total"), self.cas_retries);
+        set(plain("ratelimit_cas_known_total"), self.cas_known);
+        set(plain("ratelimit_cas_stale_total"), self.cas_stale);
         set(plain("ratelimit_fallbacks_total"), self.failures.fallbacks);
         set(
             plain("ratelimit_counter_repairs_total"),

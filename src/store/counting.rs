@@ -21,7 +21,7 @@ pub struct StoreCalls {
     pub counter_reads: u64,
     /// [`Store::get`] calls.
     pub gets: u64,
-    /// [`Store::put`] calls.
+    /// [`Store::put`] and [`Store::put_versioned`] calls.
     pub puts: u64,
     /// [`Store::delete`] calls.
     pub deletes: u64,
@@ -140,6 +140,17 @@ impl<S: Store> Store for CountingStore<S> {
     ) -> Result<PutOutcome, StoreError> {
         self.count(4, 1);
         self.inner.put(key, value, ttl, condition).await
+    }
+
+    async fn put_versioned(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
+        self.count(4, 1);
+        self.inner.put_versioned(key, value, ttl, condition).await
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

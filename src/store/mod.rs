@@ -11,6 +11,7 @@
 //! | [`Store::get_counters`] | `mg` per key, pipelined | read counters; a missing key is `None` |
 //! | [`Store::get`] | `mg v c` | read raw bytes with their version (CAS token) |
 //! | [`Store::put`] | `ms` (`MA` add, or `C` compare) | write if absent, or if the version still matches, or always |
+//! | [`Store::put_versioned`] | `ms` with `c` | the same, and the written item's version |
 //! | [`Store::delete`] | `md`, pipelined | remove keys |
 //!
 //! Rules that hold on every store:
@@ -140,6 +141,37 @@ pub trait Store: Send + Sync + fmt::Debug {
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError>;
 
+    /// [`put`](Self::put), and the version the written item has, when
+    /// the store can tell it in the same call: the meta protocol's `ms`
+    /// with `c` does, the classic protocol's `cas` does not. A limiter that
+    /// knows the version of what it wrote can write its next state on it
+    /// without reading it first (the write fails if anyone wrote since).
+    /// The default calls `put` and knows no version.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use memcache_ratelimit::MemoryStore;
+    /// use memcache_ratelimit::store::{PutCondition, PutOutcome, Store};
+    /// use std::time::Duration;
+    ///
+    /// let store = MemoryStore::new();
+    /// let ttl = Duration::from_secs(60);
+    /// let (outcome, version) = store.put_versioned(b"k", b"1", ttl, PutCondition::Absent).await?;
+    /// assert_eq!(outcome, PutOutcome::Stored);
+    /// assert_eq!(version, Some(store.get(b"k").await?.unwrap().version));
+    /// # Ok::<(), memcache_ratelimit::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    async fn put_versioned(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
+        Ok((self.put(key, value, ttl, condition).await?, None))
+    }
+
     /// Deletes `keys`; returns how many existed.
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError>;
 
@@ -243,6 +275,16 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError> {
         (**self).put(key, value, ttl, condition).await
+    }
+
+    async fn put_versioned(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
+        (**self).put_versioned(key, value, ttl, condition).await
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

@@ -193,6 +193,44 @@ async fn conditional_puts_write_only_when_the_condition_holds() {
 }
 
 #[tokio::test]
+async fn a_versioned_put_returns_the_version_a_read_then_finds() {
+    for f in fixtures().await {
+        let a = key("versioned");
+        let (outcome, version) = f
+            .store
+            .put_versioned(&a, b"one", MINUTE, PutCondition::Absent)
+            .await
+            .unwrap();
+        assert_eq!(outcome, PutOutcome::Stored, "{}", f.name);
+        let read = f.store.get(&a).await.unwrap().unwrap();
+        // The classic protocol's `cas` command does not tell the new
+        // version; every other store does.
+        if matches!(f.name, "classic" | "twemproxy") {
+            assert_eq!(version, None, "{}", f.name);
+            continue;
+        }
+        assert_eq!(version, Some(read.version), "{}", f.name);
+        // Writing on it works once; the version after is new again.
+        let (outcome, next) = f
+            .store
+            .put_versioned(&a, b"two", MINUTE, PutCondition::Version(read.version))
+            .await
+            .unwrap();
+        assert_eq!(outcome, PutOutcome::Stored, "{}", f.name);
+        let next = next.unwrap();
+        assert_ne!(next, read.version, "{}", f.name);
+        assert_eq!(f.store.get(&a).await.unwrap().unwrap().version, next);
+        let (outcome, none) = f
+            .store
+            .put_versioned(&a, b"three", MINUTE, PutCondition::Version(read.version))
+            .await
+            .unwrap();
+        assert_eq!((outcome, none), (PutOutcome::Conflict, None), "{}", f.name);
+        assert_eq!(f.store.get(&a).await.unwrap().unwrap().value, b"two");
+    }
+}
+
+#[tokio::test]
 async fn delete_counts_what_existed() {
     for f in fixtures().await {
         let (a, b, c) = (key("d1"), key("d2"), key("d3"));

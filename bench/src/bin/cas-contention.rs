@@ -278,6 +278,8 @@ fn cas_delta(after: CasStats, before: CasStats) -> CasStats {
         exhausted: after.exhausted - before.exhausted,
         replaced: after.replaced - before.replaced,
         combined: after.combined - before.combined,
+        known: after.known - before.known,
+        stale: after.stale - before.stale,
     }
 }
 

@@ -99,12 +99,15 @@ fn pipelined_commands_share_memcached_round_trips() {
         input.push_str(&format!("RL.PREDUCE bucket-{i} 5 60000\r\n"));
     }
     let mut stream = BufReader::new(TcpStream::connect(&served.address).unwrap());
-    stream.get_mut().write_all(input.as_bytes()).unwrap();
-    for _ in 0..commands {
-        let mut line = String::new();
-        stream.read_line(&mut line).unwrap();
-        assert_eq!(line, ":5\r\n");
-    }
+    let mut send = |expected: &str| {
+        stream.get_mut().write_all(input.as_bytes()).unwrap();
+        for _ in 0..commands {
+            let mut line = String::new();
+            stream.read_line(&mut line).unwrap();
+            assert_eq!(line, expected);
+        }
+    };
+    send(":5\r\n");
     let trips = info_field(&served, "store_round_trips") - before;
     let largest = info_field(&served, "store_largest_batch");
     // Each command is a read and a compare-and-swap write: 512 store calls.
@@ -113,6 +116,16 @@ fn pipelined_commands_share_memcached_round_trips() {
         "{trips} round trips for {commands} commands (largest batch {largest})"
     );
     assert!(largest >= 8, "largest batch {largest}");
+    // The same buckets again: the server wrote each last and knows its
+    // version, so each command is one compare-and-swap write, no read.
+    let calls = info_field(&served, "store_calls_pipelined");
+    send(":4\r\n");
+    assert_eq!(
+        info_field(&served, "store_calls_pipelined") - calls,
+        commands
+    );
+    assert_eq!(info_field(&served, "cas_known"), commands);
+    assert_eq!(info_field(&served, "cas_stale"), 0);
 }
 
 /// `--metrics`: Prometheus text over HTTP, with the decisions by command

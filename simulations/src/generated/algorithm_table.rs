@@ -38,22 +38,22 @@ const ROWS: [(Algorithm, &str, &str); 8] = [
     (
         Algorithm::TokenBucket { capacity: None },
         "`TokenBucket`: a rate with a burst",
-        "1 read + 1 compare-and-swap write",
+        "1 compare-and-swap write, after 1 read unless the state is known",
     ),
     (
         Algorithm::Gcra { burst: None },
         "`Gcra`: the same as one number per client; can queue",
-        "1 read + 1 compare-and-swap write",
+        "1 compare-and-swap write, after 1 read unless the state is known",
     ),
     (
         Algorithm::SlidingLog,
         "`SlidingLog`: small limits, exact over every window",
-        "1 read + 1 compare-and-swap write of up to `limit` timestamps",
+        "1 compare-and-swap write of up to `limit` timestamps, after 1 read unless the state is known",
     ),
     (
         Algorithm::HybridQuota,
         "`HybridQuota`: bursty when quiet, an even rate after",
-        "1 read + 1 compare-and-swap write",
+        "1 compare-and-swap write, after 1 read unless the state is known",
     ),
 ];
 

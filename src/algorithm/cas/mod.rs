@@ -2,7 +2,9 @@
 //! recomputed and written back by optimistic compare-and-swap.
 //!
 //! - [`optimistic`]: the bounded retry loop, written once for all of them,
-//!   and [`combining`]: the requests for one key decided together;
+//!   [`combining`]: the requests for one key decided together, and
+//!   [`known`]: the states a limiter last saw, so a decision can skip its
+//!   read;
 //! - [`core`]: what each algorithm supplies, a pure function from the
 //!   stored state, the time and the request to a decision and a new state,
 //!   and its refund, which gives back what an allowed decision took (for a
@@ -19,6 +21,9 @@ mod core;
 mod discrete_refill;
 mod gcra;
 mod hybrid_quota;
+mod known;
+#[cfg(test)]
+mod known_tests;
 mod optimistic;
 mod policy;
 #[cfg(test)]
@@ -37,7 +42,7 @@ pub use self::gcra::{Gcra, Reservation};
 pub use self::hybrid_quota::HybridQuota;
 pub(crate) use self::hybrid_quota::{hybrid_quota, HybridQuotaCore};
 pub(crate) use self::optimistic::CasLimiter;
-pub use self::policy::CasPolicy;
+pub use self::policy::{CasPolicy, DEFAULT_KNOWN_STATES};
 pub use self::sessionize::Sessionize;
 pub(crate) use self::sessionize::{sessionize, SessionizeCore};
 pub(crate) use self::sliding_log::{sliding_log, SlidingLogCore};

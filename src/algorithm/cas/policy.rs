@@ -31,7 +31,14 @@ pub struct CasPolicy {
     pub(super) attempts: u32,
     pub(super) base_backoff: Duration,
     pub(super) max_backoff: Duration,
+    pub(super) known_states: usize,
 }
+
+/// How many keys' states a compare-and-swap limiter remembers by default
+/// ([`CasPolicy::known_states`]). A key costs about 140 bytes (its name,
+/// its state and the map's slot), so a limiter whose clients fill it holds
+/// about 18 MB; one with fewer clients holds only theirs.
+pub const DEFAULT_KNOWN_STATES: usize = 131_072;
 
 impl CasPolicy {
     /// At most `attempts` tries (1 to 1,000); before retry `k` the loop
@@ -58,7 +65,38 @@ impl CasPolicy {
             attempts,
             base_backoff,
             max_backoff,
+            known_states: DEFAULT_KNOWN_STATES,
         })
+    }
+
+    /// Remember the state last written or read, with its version, for up
+    /// to about `keys` keys (0: none), so that the next decision on a known
+    /// key writes its new state on that version without reading it first:
+    /// one store call instead of two, on a store that returns the version
+    /// of a write ([`Store::put_versioned`](crate::store::Store::put_versioned):
+    /// memcached's meta protocol does, the classic protocol does not). It
+    /// stays exact: a write on a version that is no longer current fails,
+    /// and the decision is made again on a fresh read
+    /// ([`CasStats::stale`](crate::algorithm::CasStats::stale)). A
+    /// decision that would write nothing always reads. The default is
+    /// [`DEFAULT_KNOWN_STATES`].
+    ///
+    /// ```
+    /// use memcache_ratelimit::algorithm::CasPolicy;
+    ///
+    /// let policy = CasPolicy::default().known_states(0);
+    /// assert_eq!(policy.known_states_capacity(), 0);
+    /// ```
+    #[must_use]
+    pub fn known_states(mut self, keys: usize) -> Self {
+        self.known_states = keys;
+        self
+    }
+
+    /// How many keys' states are remembered at most (see
+    /// [`known_states`](Self::known_states)).
+    pub fn known_states_capacity(&self) -> usize {
+        self.known_states
     }
 
     /// The most attempts per decision (per group of combined decisions).
@@ -81,12 +119,14 @@ impl CasPolicy {
 }
 
 impl Default for CasPolicy {
-    /// 8 attempts, pauses from up to 500 µs growing to at most 10 ms.
+    /// 8 attempts, pauses from up to 500 µs growing to at most 10 ms,
+    /// [`DEFAULT_KNOWN_STATES`] known states.
     fn default() -> Self {
         Self {
             attempts: 8,
             base_backoff: Duration::from_micros(500),
             max_backoff: Duration::from_millis(10),
+            known_states: DEFAULT_KNOWN_STATES,
         }
     }
 }

@@ -35,6 +35,16 @@ pub struct CasStats {
     /// its read and write instead of racing it. Zero when requests for a
     /// key never overlap.
     pub combined: u64,
+    /// Attempts made on the state this limiter itself last wrote or read,
+    /// written on its version without reading it again: one store call
+    /// where an attempt otherwise takes two. See
+    /// [`CasPolicy::known_states`](crate::algorithm::CasPolicy::known_states).
+    pub known: u64,
+    /// Of the `known` attempts, those whose write found the state changed
+    /// (another writer came first, or the item expired or was evicted):
+    /// nothing was written, and the group read and decided again. Not
+    /// counted in `conflicts`.
+    pub stale: u64,
 }
 
 /// The counters behind [`CasStats`], by index.
@@ -45,9 +55,11 @@ pub(super) const RETRIES: usize = 3;
 pub(super) const EXHAUSTED: usize = 4;
 pub(super) const REPLACED: usize = 5;
 pub(super) const COMBINED: usize = 6;
+pub(super) const KNOWN: usize = 7;
+pub(super) const STALE: usize = 8;
 
 #[derive(Debug, Default)]
-pub(super) struct Counters([AtomicU64; 7]);
+pub(super) struct Counters([AtomicU64; 9]);
 
 impl Counters {
     pub(super) fn bump(&self, index: usize) {
@@ -68,6 +80,8 @@ impl Counters {
             exhausted: n(EXHAUSTED),
             replaced: n(REPLACED),
             combined: n(COMBINED),
+            known: n(KNOWN),
+            stale: n(STALE),
         }
     }
 }

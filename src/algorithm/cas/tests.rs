@@ -16,15 +16,15 @@ use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::task::Poll;
 
-fn now() -> i64 {
+pub(super) fn now() -> i64 {
     SystemClock.unix_nanos().unwrap()
 }
 
 /// A counter up to `limit`; a cost of `PANIC` panics, as a buggy core
 /// would.
 #[derive(Debug)]
-struct Count {
-    limit: u64,
+pub(super) struct Count {
+    pub(super) limit: u64,
 }
 
 const PANIC: u64 = 999;
@@ -132,6 +132,15 @@ impl Store for Waiting {
 
 /// `core` on `store`, at 10 a minute, denied requests refunded.
 pub(super) fn limiter_on<C: CasCore>(store: Arc<dyn Store>, core: C) -> Arc<CasLimiter<C>> {
+    limiter_with(store, core, CasPolicy::default())
+}
+
+/// [`limiter_on`], with `policy`.
+pub(super) fn limiter_with<C: CasCore>(
+    store: Arc<dyn Store>,
+    core: C,
+    policy: CasPolicy,
+) -> Arc<CasLimiter<C>> {
     let settings = Settings {
         quota: "10/minute".parse().unwrap(),
         store,
@@ -142,7 +151,7 @@ pub(super) fn limiter_on<C: CasCore>(store: Arc<dyn Store>, core: C) -> Arc<CasL
         repairs: Arc::default(),
         clock: Arc::new(crate::clock::SystemClock),
     };
-    Arc::new(CasLimiter::new(settings, core, CasPolicy::default()))
+    Arc::new(CasLimiter::new(settings, core, policy))
 }
 
 /// On a store that waits like memcached.

@@ -241,6 +241,23 @@ impl Store for MemcachedStore {
         .map_err(|error| self.named(error, key))
     }
 
+    async fn put_versioned(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
+        match &self.backend {
+            Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
+            Backend::Classic(classic) => {
+                let outcome = classic.put(key, value, ttl, condition).await;
+                outcome.map(|outcome| (outcome, None))
+            }
+        }
+        .map_err(|error| self.named(error, key))
+    }
+
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
         match &self.backend {
             Backend::Meta(meta) => meta.delete(keys).await,

@@ -203,6 +203,18 @@ impl Store for MemoryStore {
         ttl: Duration,
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError> {
+        self.put_versioned(key, value, ttl, condition)
+            .await
+            .map(|(outcome, _)| outcome)
+    }
+
+    async fn put_versioned(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         check_key(key)?;
         check_value(value)?;
         let now = self.now();
@@ -215,11 +227,11 @@ impl Store for MemoryStore {
             PutCondition::Version(version) => current == Some(version),
         };
         if !allowed {
-            return Ok(PutOutcome::Conflict);
+            return Ok((PutOutcome::Conflict, None));
         }
         let version = self.next_version();
         shard.write(key, New::Bytes(value), version, Self::expiry(now, ttl));
-        Ok(PutOutcome::Stored)
+        Ok((PutOutcome::Stored, Some(version)))
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

@@ -1,0 +1,284 @@
+//! The states a compare-and-swap limiter last saw for its keys, each with
+//! the version it had, so that the next decision on a key can skip the
+//! read.
+//!
+//! A decision on a key normally reads the state and its version, decides,
+//! and writes the new state only if the version is still the one read. When
+//! this limiter itself wrote the state last, and the store told it the
+//! version of that write ([`Store::put_versioned`]), the read would return
+//! exactly what the limiter already knows. So the decision is made on the
+//! known state and written on its version at once: one store call instead
+//! of two. The compare-and-swap keeps it exact: if anyone wrote since (or
+//! the item expired, was evicted or deleted), the write fails, nothing is
+//! written, and the decision is made again on a fresh read, as after any
+//! conflict.
+//!
+//! A decision that writes nothing (a denial that leaves the state as it
+//! was) is never answered from a known state: nothing would check that the
+//! state is still current, and a denial's reply (the tokens available, the
+//! time to wait) must come from the state as stored. Such a decision reads,
+//! as without this cache, and the state it read becomes the known one.
+//!
+//! A known state pays while it is usually still current: a fresh one saves
+//! a read, a stale one costs a failed write before the read. Where other
+//! processes write the same keys as often as this one (a fleet that spreads
+//! each client over its instances), most would be stale, so the limiter
+//! watches the share of stale ones among its recent tries and, while more
+//! than half are stale, tries only one decision in 16 on a known state, to
+//! notice when they would pay again.
+//!
+//! Memory is bounded: two generations of at most `capacity / 2` keys each
+//! (split over shards). Entries go into the current generation; when it is
+//! full it becomes the previous one and the old previous one is dropped,
+//! so the keys used recently stay and a key idle for long is forgotten, at
+//! a constant cost per call. Forgetting costs only a read.
+//!
+//! [`Store::put_versioned`]: crate::store::Store::put_versioned
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use crate::key::KeyHasher;
+
+/// How many shards the keys are spread over, so threads deciding on
+/// different keys seldom wait for each other's lock.
+const SHARDS: usize = 16;
+
+/// The tries the stale share is measured over: the counts are halved each
+/// time this many are reached, so older tries weigh less and less.
+const RECENT_TRIES: u32 = 64;
+
+/// While most recent tries were stale, one decision in this many is still
+/// tried on a known state.
+const PROBE_EVERY: u32 = 16;
+
+/// A state as stored, and the version it was stored at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Known {
+    pub(super) value: Vec<u8>,
+    pub(super) version: u64,
+}
+
+type Map = HashMap<Vec<u8>, Known, KeyHasher>;
+
+#[derive(Debug, Default)]
+struct Generations {
+    current: Map,
+    previous: Map,
+}
+
+/// The known states of one limiter's keys.
+#[derive(Debug)]
+pub(super) struct KnownStates {
+    shards: Box<[Mutex<Generations>]>,
+    /// The most keys one generation of one shard holds.
+    per_generation: usize,
+    hasher: KeyHasher,
+    /// Recent tries on a known state, and how many of them were stale.
+    tried: AtomicU32,
+    stale: AtomicU32,
+    /// Decisions that found known states not worth trying.
+    skipped: AtomicU32,
+}
+
+impl KnownStates {
+    /// Room for about `capacity` keys; 0 keeps none (every decision
+    /// reads).
+    pub(super) fn new(capacity: usize) -> Self {
+        let shards = if capacity == 0 { 0 } else { SHARDS };
+        Self {
+            shards: (0..shards).map(|_| Mutex::default()).collect(),
+            per_generation: (capacity / 2 / SHARDS).max(1),
+            hasher: KeyHasher::random(),
+            tried: AtomicU32::new(0),
+            stale: AtomicU32::new(0),
+            skipped: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether a decision should be tried on a known state now: while at
+    /// most half the recent tries were stale, and otherwise one in
+    /// [`PROBE_EVERY`].
+    pub(super) fn worth_trying(&self) -> bool {
+        if 2 * self.stale.load(Relaxed) <= self.tried.load(Relaxed) {
+            return true;
+        }
+        self.skipped.fetch_add(1, Relaxed).is_multiple_of(PROBE_EVERY)
+    }
+
+    /// Counts a try on a known state, and whether it was stale. (Racing
+    /// threads may lose a count or a halving; the share stays about right,
+    /// which is all it is used for.)
+    pub(super) fn tried(&self, stale: bool) {
+        let tried = self.tried.fetch_add(1, Relaxed) + 1;
+        let stale = self.stale.fetch_add(u32::from(stale), Relaxed) + u32::from(stale);
+        if tried >= RECENT_TRIES {
+            self.tried.store(tried / 2, Relaxed);
+            self.stale.store(stale / 2, Relaxed);
+        }
+    }
+
+    fn shard(&self, key: &[u8]) -> Option<MutexGuard<'_, Generations>> {
+        if self.shards.is_empty() {
+            return None;
+        }
+        let index = self.hasher.hash_one(key) as usize % self.shards.len();
+        // Held only for a map operation, which cannot leave it half done.
+        Some(
+            self.shards[index]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// Reads the known state of `key` through `read`, with its version,
+    /// without copying it out.
+    pub(super) fn read<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Option<(T, u64)> {
+        let shard = self.shard(key)?;
+        let known = shard.current.get(key).or_else(|| shard.previous.get(key))?;
+        Some((read(&known.value), known.version))
+    }
+
+    /// Remembers `value` at `version` as the state of `key`; an entry
+    /// already there is overwritten in place.
+    pub(super) fn remember(&self, key: &[u8], value: &[u8], version: u64) {
+        let per_generation = self.per_generation;
+        let Some(mut shard) = self.shard(key) else {
+            return;
+        };
+        if let Some(known) = shard.current.get_mut(key) {
+            known.value.clear();
+            known.value.extend_from_slice(value);
+            known.version = version;
+            return;
+        }
+        // Known in the previous generation: moved to the current one.
+        let known = match shard.previous.remove(key) {
+            Some(mut known) => {
+                known.value.clear();
+                known.value.extend_from_slice(value);
+                known.version = version;
+                known
+            }
+            None => Known {
+                value: value.to_vec(),
+                version,
+            },
+        };
+        if shard.current.len() >= per_generation {
+            let full = std::mem::take(&mut shard.current);
+            shard.previous = full;
+        }
+        shard.current.insert(key.to_vec(), known);
+    }
+
+    /// Forgets `key`'s state: it is no longer what is stored, or may not
+    /// be (a write on it failed or its outcome is unknown, or the limiter
+    /// reset the key).
+    pub(super) fn forget(&self, key: &[u8]) {
+        if let Some(mut shard) = self.shard(key) {
+            if shard.current.remove(key).is_none() {
+                shard.previous.remove(key);
+            }
+        }
+    }
+
+    /// How many keys are known now.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let shard = shard.lock().unwrap();
+                shard.current.len() + shard.previous.len()
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(states: &KnownStates, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+        states.read(key, <[u8]>::to_vec)
+    }
+
+    #[test]
+    fn the_last_state_remembered_is_known_until_forgotten() {
+        let states = KnownStates::new(1_000);
+        assert_eq!(read(&states, b"k"), None);
+        states.remember(b"k", b"one", 1);
+        states.remember(b"k", b"two", 2);
+        assert_eq!(read(&states, b"k"), Some((b"two".to_vec(), 2)));
+        states.forget(b"k");
+        assert_eq!(read(&states, b"k"), None);
+    }
+
+    #[test]
+    fn known_states_are_tried_while_most_are_fresh() {
+        let states = KnownStates::new(1_000);
+        for _ in 0..1_000 {
+            assert!(states.worth_trying());
+            states.tried(false);
+        }
+        // Mostly stale now: one decision in 16 still tries.
+        for _ in 0..200 {
+            states.tried(true);
+        }
+        let tries = (0..160).filter(|_| states.worth_trying()).count();
+        assert_eq!(tries, 10);
+        // Fresh again: tried every time once most recent tries are fresh.
+        for _ in 0..200 {
+            states.tried(false);
+        }
+        assert!((0..100).all(|_| states.worth_trying()));
+    }
+
+    #[test]
+    fn a_capacity_of_zero_knows_nothing() {
+        let states = KnownStates::new(0);
+        states.remember(b"k", b"one", 1);
+        assert_eq!(read(&states, b"k"), None);
+    }
+
+    #[test]
+    fn memory_stays_bounded_and_recent_keys_stay_known() {
+        let capacity = 3_200;
+        let states = KnownStates::new(capacity);
+        for i in 0..100_000u64 {
+            states.remember(format!("key{i}").as_bytes(), &i.to_be_bytes(), i);
+            assert!(states.len() <= capacity + SHARDS, "{} at {i}", states.len());
+        }
+        // The most recent keys fill at least one generation of each shard.
+        let recent = (100_000 - capacity as u64 / 4..100_000)
+            .filter(|i| {
+                read(&states, format!("key{i}").as_bytes()) == Some((i.to_be_bytes().to_vec(), *i))
+            })
+            .count();
+        assert_eq!(recent, capacity / 4);
+        assert_eq!(read(&states, b"key0"), None);
+    }
+
+    #[test]
+    fn a_key_known_in_the_previous_generation_moves_to_the_current_one() {
+        let states = KnownStates::new(2 * SHARDS);
+        // One key per generation and shard: the second fills a shard's
+        // current generation, so its first key is in the previous one.
+        let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("k{i}").into_bytes()).collect();
+        for (i, key) in keys.iter().enumerate() {
+            states.remember(key, b"v", i as u64);
+        }
+        let known: Vec<&Vec<u8>> = keys
+            .iter()
+            .filter(|key| read(&states, key).is_some())
+            .collect();
+        assert!(!known.is_empty());
+        for key in &known {
+            states.remember(key, b"w", 7);
+            assert_eq!(read(&states, key), Some((b"w".to_vec(), 7)));
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! Decisions on the state a limiter last saw: the read they save, and
+//! why they stay exact when someone else writes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::optimistic::CasLimiter;
+use super::policy::CasPolicy;
+use super::tests::{limiter_on, limiter_with, now, Count};
+use crate::store::{CountingStore, Store};
+use crate::MemoryStore;
+
+type Counting = Arc<CountingStore<MemoryStore>>;
+
+fn counting() -> Counting {
+    Arc::new(CountingStore::new(MemoryStore::new()))
+}
+
+async fn remaining(limiter: &CasLimiter<Count>, cost: u64) -> Option<u64> {
+    let (decision, _) = limiter
+        .step(b"c", cost, now(), Duration::ZERO)
+        .await
+        .unwrap();
+    decision.is_allowed().then(|| decision.remaining())
+}
+
+#[tokio::test]
+async fn a_known_state_saves_the_read_of_every_decision_that_writes() {
+    let store = counting();
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
+    for left in (0..10).rev() {
+        assert_eq!(remaining(&limiter, 1).await, Some(left));
+    }
+    // The first decision read (nothing there); the nine after it wrote on
+    // the version of the one before.
+    let calls = store.calls();
+    assert_eq!((calls.gets, calls.puts), (1, 10));
+    let stats = limiter.stats();
+    assert_eq!((stats.known, stats.stale, stats.attempts), (9, 0, 1));
+    // A denial writes nothing, so it is decided on a fresh read, never on
+    // the known state alone.
+    assert_eq!(remaining(&limiter, 1).await, None);
+    let calls = store.calls();
+    assert_eq!((calls.gets, calls.puts), (2, 10));
+}
+
+#[tokio::test]
+async fn a_state_another_writer_changed_is_read_again_and_nothing_is_lost() {
+    let store = counting();
+    let one = limiter_on(store.clone(), Count { limit: 10 });
+    let other = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&one, 3).await, Some(7));
+    assert_eq!(remaining(&other, 4).await, Some(3));
+    // `one` knows the state it wrote (3 used), which is no longer stored:
+    // its write on that version fails, and it decides again on 7 used.
+    assert_eq!(remaining(&one, 1).await, Some(2));
+    let stats = one.stats();
+    assert_eq!((stats.known, stats.stale, stats.conflicts), (1, 1, 0));
+    assert_eq!(remaining(&one, 3).await, None);
+    assert_eq!(remaining(&other, 2).await, Some(0));
+    let key = one.key(b"c");
+    assert_eq!(store.get(&key).await.unwrap().unwrap().value, b"10");
+}
+
+#[tokio::test]
+async fn a_deleted_state_is_not_believed() {
+    let store = counting();
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&limiter, 10).await, Some(0));
+    // Deleted behind the limiter's back (expired, evicted, or reset by
+    // another process): the known state says 10 used, the store nothing.
+    store.delete(&[limiter.key(b"c")]).await.unwrap();
+    // Decided on the known state this would be a denial, which writes
+    // nothing and so is never answered without a read.
+    assert_eq!(remaining(&limiter, 1).await, Some(9));
+    // Deleted again: the write on the known version finds the key gone.
+    store.delete(&[limiter.key(b"c")]).await.unwrap();
+    assert_eq!(remaining(&limiter, 2).await, Some(8));
+    let stats = limiter.stats();
+    assert_eq!((stats.known, stats.stale), (1, 1));
+}
+
+#[tokio::test]
+async fn a_reset_forgets_and_no_known_states_means_every_decision_reads() {
+    let store = counting();
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&limiter, 4).await, Some(6));
+    limiter.reset(b"c").await.unwrap();
+    assert_eq!(remaining(&limiter, 1).await, Some(9));
+    assert_eq!(limiter.stats().stale, 0);
+    assert_eq!(store.calls().gets, 2);
+
+    let store = counting();
+    let policy = CasPolicy::default().known_states(0);
+    let limiter = limiter_with(store.clone(), Count { limit: 10 }, policy);
+    for left in [9, 8, 7] {
+        assert_eq!(remaining(&limiter, 1).await, Some(left));
+    }
+    assert_eq!((store.calls().gets, store.calls().puts), (3, 3));
+    assert_eq!(limiter.stats().known, 0);
+}
+
+#[tokio::test]
+async fn many_limiters_sharing_keys_admit_exactly_the_limit() {
+    // Four limiters (as in four processes) on one store, each knowing
+    // the states it wrote, deciding in turn on a few keys: whatever they
+    // know, each key's stored count is exactly what was admitted, and
+    // never more than the limit.
+    let store = counting();
+    let limiters: Vec<_> = (0..4)
+        .map(|_| limiter_on(store.clone(), Count { limit: 50 }))
+        .collect();
+    let mut admitted = [0u64; 3];
+    for round in 0..100u64 {
+        for (i, limiter) in limiters.iter().enumerate() {
+            let client = [b'a' + ((round + i as u64) % 3) as u8];
+            let cost = 1 + (round + i as u64) % 3;
+            let (decision, _) = limiter
+                .step(&client, cost, now(), Duration::ZERO)
+                .await
+                .unwrap();
+            if decision.is_allowed() {
+                admitted[usize::from(client[0] - b'a')] += cost;
+            }
+        }
+    }
+    for (client, admitted) in [b"a", b"b", b"c"].iter().zip(admitted) {
+        let stored = store.get(&limiters[0].key(*client)).await.unwrap();
+        let stored: u64 = std::str::from_utf8(&stored.unwrap().value)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(stored, admitted);
+        assert!((48..=50).contains(&admitted), "{admitted}");
+    }
+    let stale: u64 = limiters.iter().map(|limiter| limiter.stats().stale).sum();
+    assert!(stale > 0, "the limiters never wrote over each other");
+}
