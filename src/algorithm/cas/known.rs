@@ -105,7 +105,9 @@ impl KnownStates {
         if 2 * self.stale.load(Relaxed) <= self.tried.load(Relaxed) {
             return true;
         }
-        self.skipped.fetch_add(1, Relaxed).is_multiple_of(PROBE_EVERY)
+        self.skipped
+            .fetch_add(1, Relaxed)
+            .is_multiple_of(PROBE_EVERY)
     }
 
     /// Counts a try on a known state, and whether it was stale. (Racing
