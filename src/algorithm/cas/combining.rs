@@ -14,32 +14,41 @@
 //! arrival order, so every algorithm stays exact; a hot key costs one read
 //! and one write per group instead of a storm of lost races.
 //!
-//! The group runs on its own spawned task, never inside a caller's future:
+//! Who runs a key's decisions:
 //!
-//! - Why not let the first caller (a "leader") run it inline? A caller's
-//!   future can be dropped at any `.await` (its deadline, a `select!`, a
-//!   client hanging up). A leader dropped while its group's write is in
-//!   flight would leave the other members with no answer and no way to
-//!   know whether their requests were written; taking over and deciding
-//!   again could count them twice, and failing them punishes them for
-//!   someone else's deadline. A spawned task is dropped by nobody's
-//!   deadline: it finishes the group (bounded by the limiter's deadline and
-//!   the attempts) and hands every member its own answer.
-//! - A member that stops waiting (its deadline passed, or its future was
-//!   dropped) closes its channel. If that happens before its group's write
-//!   is sent, it is left out of the decision and nothing is counted for it.
-//!   If it happens after, the write carries its cost (if it was allowed, or
-//!   strict): its quota is spent although its caller never learns so, the
-//!   same "outcome unknown" as any request that times out after its write
-//!   was sent ([`Error::DeadlineExceeded`]). The others' decisions stand
-//!   either way: each was made on the state the ones before it left.
+//! - **A request for an idle key decides itself, in its caller's future.**
+//!   It claims the key (an empty queue in the map) and runs its own
+//!   read-decide-write: no task, no channel, no timer beyond the limiter's
+//!   deadline. This is the common case (requests for one key seldom
+//!   overlap), and it costs what a direct call costs.
+//! - **Requests that find the key claimed queue**, each with a channel for
+//!   its answer. When the claiming request ends, whether it finished, its
+//!   caller stopped waiting (its deadline, a `select!`, a client hanging up)
+//!   or it panicked, a guard hands the queue to a spawned task, which
+//!   decides the queued requests in groups until the queue is empty. So a
+//!   queued request never depends on another caller's future: a spawned
+//!   task is dropped by nobody's deadline, and it answers every member of
+//!   its groups.
+//! - A request that stops waiting while it runs its own decision has the
+//!   outcome of any request that times out ([`Error::DeadlineExceeded`]):
+//!   if its write was sent it may have been counted, and the store call's
+//!   own rules say whether it was (a pipelined memcached call already sent
+//!   finishes; a queued one is never sent). The requests queued behind it
+//!   are decided by the task on whatever the store then holds, through the
+//!   compare-and-swap, so none of them is decided on a stale state.
+//! - A queued member that stops waiting closes its channel. If that happens
+//!   before its group's write is sent, it is left out of the decision and
+//!   nothing is counted for it. If it happens after, the write carries its
+//!   cost (if it was allowed, or strict): its quota is spent although its
+//!   caller never learns so, the same "outcome unknown" as above. The
+//!   others' decisions stand either way: each was made on the state the
+//!   ones before it left.
 //! - The bookkeeping is a `std::sync::Mutex<HashMap<key, queue>>`, held only
-//!   to push a request or take a group, never across an `.await`. A key is
-//!   in the map exactly while a task serves it: the request that finds the
-//!   key missing inserts it and spawns the task; the task removes the key,
-//!   under the same lock, when it finds the queue empty. So a request either
-//!   joins a queue that a live task will still take, or starts a new task:
-//!   none is lost, and none waits on a task that has gone.
+//!   to push a request, claim or let go of a key, or take a group, never
+//!   across an `.await`. A key is in the map exactly while a request or a
+//!   task runs its decisions: a request either joins a queue that a live
+//!   decider will still hand on or take, or claims the key itself; none is
+//!   lost, and none waits on a decider that has gone.
 //! - The task removes its key *before* it hands out the last group's
 //!   answers, so once a caller has its answer no task of its runtime still
 //!   holds the key: a runtime that stops being driven after its last
@@ -48,19 +57,18 @@
 //!   once still needs a runtime to keep running while a key's task it
 //!   started has work; a multi-thread runtime always does. A request stuck
 //!   otherwise ends at its deadline.)
-//! - If the task stops abnormally (a panic, or its runtime shutting down),
-//!   a guard removes the key and drops the queued requests' channels: they
-//!   get an error at once rather than waiting out their deadlines, and the
-//!   next request starts a fresh task.
+//! - A bug in the core panics the request that runs it, as any synchronous
+//!   call would, and the queue is handed on. If the key's task stops
+//!   abnormally (a panic, or its runtime shutting down), a guard removes
+//!   the key and drops the queued requests' channels: they get an error at
+//!   once rather than waiting out their deadlines, and the next request
+//!   claims the key afresh.
 //! - A group holds at most `MAX_GROUP` (1,024) requests, so one
 //!   read-decide-write stays bounded however hot the key; the rest wait
 //!   for the next group.
 //!
-//! The price is a task spawn each time a key goes from idle to busy (so
-//! once per request when requests for a key never overlap) and a channel
-//! per request, small beside a round trip to memcached; an idle key costs
-//! nothing (it is not in the map). A store that answers at once takes the
-//! synchronous path above instead.
+//! A store that answers at once takes the synchronous path instead (see
+//! [`optimistic`](super::optimistic)).
 //!
 //! Combining is per limiter and per key; limiters in other processes (or
 //! another limiter object in this one) on the same key still race, through
@@ -87,11 +95,27 @@ pub(crate) const MAX_GROUP: usize = 1_024;
 /// What one request gets back: its decision and how long to wait.
 pub(super) type Answer = Result<(Decision, Duration), Error>;
 
-/// A request waiting for its group.
+/// A request in a group.
 #[derive(Debug)]
 pub(super) struct Waiter {
     pub(super) ask: Ask,
-    pub(super) reply: oneshot::Sender<Answer>,
+    /// Where its answer goes; `None` for the request that claimed an idle
+    /// key and decides itself.
+    pub(super) reply: Option<oneshot::Sender<Answer>>,
+}
+
+impl Waiter {
+    /// Whether its caller stopped waiting (never, for a request deciding
+    /// itself: its caller is the one running the decision).
+    pub(super) fn gone(&self) -> bool {
+        self.reply.as_ref().is_some_and(oneshot::Sender::is_closed)
+    }
+
+    fn send(self, answer: Answer) {
+        if let Some(reply) = self.reply {
+            let _ = reply.send(answer);
+        }
+    }
 }
 
 /// Why a whole group got no decision. `Error` is not `Clone`, so each
@@ -194,48 +218,72 @@ impl Combiner {
         match outcome {
             Some(Ok(decided)) => {
                 for (waiter, decision) in group.into_iter().zip(decided) {
-                    let _ = waiter.reply.send(Ok(decision));
+                    waiter.send(Ok(decision));
                 }
             }
             Some(Err(failure)) => {
                 for waiter in group {
-                    let _ = waiter.reply.send(Err(failure.error()));
+                    waiter.send(Err(failure.error()));
                 }
             }
             None => {
                 for waiter in group {
-                    let _ = waiter
-                        .reply
-                        .send(Err(Error::DeadlineExceeded(self.deadline)));
+                    waiter.send(Err(Error::DeadlineExceeded(self.deadline)));
                 }
             }
         }
     }
 }
 
-/// Queues one request for `key` and waits for its answer, starting the
-/// key's task if none serves it.
+/// Decides one request for `key`: in the caller's future if the key is
+/// idle, otherwise queued for the key's next group.
 pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask) -> Answer {
-    let (reply, answer) = oneshot::channel();
-    let waiter = Waiter { ask, reply };
-    let idle = {
+    let queued = {
         let mut queues = decider.combiner().queues.lock();
         match queues.get_mut(&key) {
             Some(queue) => {
-                queue.push_back(waiter);
-                false
+                let (reply, answer) = oneshot::channel();
+                queue.push_back(Waiter {
+                    ask,
+                    reply: Some(reply),
+                });
+                Some(answer)
             }
             None => {
-                queues.insert(key.clone(), VecDeque::from([waiter]));
-                true
+                queues.insert(key.clone(), VecDeque::new());
+                None
             }
         }
     };
-    // No `.await` between claiming the key and spawning its task, so a
-    // caller dropped here cannot leave the key claimed with no task.
-    if idle {
-        tokio::spawn(serve(Arc::clone(decider), key));
+    match queued {
+        Some(answer) => queued_answer(answer).await,
+        // No `.await` between claiming the key and arming the guard that
+        // lets it go, so a caller dropped here cannot leave it claimed.
+        None => decide_alone(decider, key, ask).await,
     }
+}
+
+/// Decides `ask` on the key its caller claimed, then hands on the requests
+/// that queued meanwhile (see [`HandOff`]).
+async fn decide_alone<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask) -> Answer {
+    let hand_off = HandOff { decider, key: &key };
+    let mut alone = vec![Waiter { ask, reply: None }];
+    let outcome = decider.decide_group(&key, &mut alone).await;
+    drop(hand_off);
+    match outcome {
+        Ok(mut decided) => decided.pop().ok_or_else(|| {
+            // A request deciding itself is never left out of its group.
+            Error::Store(StoreError::new(
+                StoreErrorKind::Io,
+                "the compare-and-swap loop returned no decision",
+            ))
+        }),
+        Err(failure) => Err(failure.error()),
+    }
+}
+
+/// The answer of a queued request.
+async fn queued_answer(answer: oneshot::Receiver<Answer>) -> Answer {
     match answer.await {
         Ok(answer) => answer,
         // The task ended without answering: it panicked, or its runtime
@@ -247,6 +295,41 @@ pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask)
             )
             .ambiguous(),
         )),
+    }
+}
+
+/// Armed while a request decides itself on the key it claimed. However
+/// that ends (finished, dropped by its caller, or a panic), the requests
+/// that queued meanwhile go to a spawned task, or the key is let go if none
+/// did. With no runtime to spawn on, the key is let go and the queued
+/// requests' channels dropped: they fail at once.
+struct HandOff<'a, D: Decider> {
+    decider: &'a Arc<D>,
+    key: &'a [u8],
+}
+
+impl<D: Decider> Drop for HandOff<'_, D> {
+    fn drop(&mut self) {
+        let queues = &self.decider.combiner().queues;
+        let mut map = queues.lock();
+        if map.get(self.key).is_none_or(VecDeque::is_empty) {
+            map.remove(self.key);
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            // The key stays claimed, now by the task.
+            Ok(runtime) => {
+                drop(map);
+                runtime.spawn(serve(Arc::clone(self.decider), self.key.to_vec()));
+            }
+            Err(_) => {
+                let abandoned = map.remove(self.key);
+                drop(map);
+                // Dropped outside the lock: dropping a sender wakes its
+                // receiver.
+                drop(abandoned);
+            }
+        }
     }
 }
 

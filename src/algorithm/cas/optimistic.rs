@@ -305,7 +305,7 @@ impl<C: CasCore> Engine<C> {
         for attempt in 1..=attempts {
             // Nobody waits for these any more, and nothing was written for
             // them yet: leave them out, so they cost nothing.
-            group.retain(|waiter| !waiter.reply.is_closed());
+            group.retain(|waiter| !waiter.gone());
             if group.is_empty() {
                 return Ok(Vec::new());
             }
@@ -314,7 +314,7 @@ impl<C: CasCore> Engine<C> {
             // Again for those who gave up during the read: from here to the
             // write there is no `.await`, so a member is counted exactly when
             // it was still waiting as the write was sent.
-            group.retain(|waiter| !waiter.reply.is_closed());
+            group.retain(|waiter| !waiter.gone());
             if group.is_empty() {
                 return Ok(Vec::new());
             }
@@ -395,7 +395,7 @@ impl<C: CasCore> Engine<C> {
         key: &[u8],
         group: &mut Vec<Waiter>,
     ) -> Result<Option<Vec<(Decision, Duration)>>, Failure> {
-        group.retain(|waiter| !waiter.reply.is_closed());
+        group.retain(|waiter| !waiter.gone());
         let Some(first) = group.first() else {
             return Ok(Some(Vec::new()));
         };

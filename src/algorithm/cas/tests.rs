@@ -9,7 +9,7 @@ use super::optimistic::*;
 use super::policy::*;
 use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::decision::Decision;
-use crate::error::{Error, StoreError};
+use crate::error::StoreError;
 use crate::store::{PutCondition, PutOutcome, Store};
 use crate::{Clock, MemoryStore, SystemClock};
 use std::future::Future;
@@ -164,8 +164,9 @@ fn keys_in_flight(limiter: &CasLimiter<Count>) -> usize {
 }
 
 /// Spawns `costs.len()` requests for one client, in order, and returns
-/// their answers in the same order. On a current-thread runtime they all
-/// queue before the key's task first runs.
+/// their answers in the same order. On a current-thread runtime the first
+/// claims the key and decides itself, and the rest queue while it waits
+/// for its read.
 async fn burst(limiter: &Arc<CasLimiter<Count>>, costs: &[u64]) -> Vec<Answer> {
     let tasks: Vec<_> = costs
         .iter()
@@ -191,48 +192,65 @@ async fn a_group_is_capped_and_the_key_is_let_go_when_idle() {
         .count();
     assert_eq!(allowed, 1_000);
     let stats = limiter.stats();
-    // 1,024 then 476: two reads, two writes.
-    assert_eq!((stats.decisions, stats.attempts), (1_500, 2));
-    assert_eq!(stats.combined, 1_500);
+    // The first decides alone; the 1,499 queued behind it go in groups of
+    // 1,024 and 475: three reads, three writes.
+    assert_eq!((stats.decisions, stats.attempts), (1_500, 3));
+    assert_eq!(stats.combined, 1_499);
     assert_eq!(keys_in_flight(&limiter), 0);
 }
 
 #[tokio::test]
-async fn a_panicking_group_fails_its_members_and_frees_the_key() {
+async fn a_panic_is_its_callers_and_the_queued_requests_are_still_decided() {
     let limiter = limiter(10);
-    // All three queue before the key's task first runs: one group.
-    let answers = burst(&limiter, &[PANIC, 1, 1]).await;
-    for answer in &answers {
-        assert!(
-            matches!(answer, Err(Error::Store(e)) if e.is_ambiguous()),
-            "{answer:?}"
-        );
+    // The first claims the key and panics in the core, in its caller's
+    // task; the two that queued meanwhile are decided by the key's task.
+    let tasks: Vec<_> = [PANIC, 1, 1]
+        .into_iter()
+        .map(|cost| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.step(b"c", cost, now(), Duration::ZERO).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await);
     }
+    assert!(outcomes[0].as_ref().unwrap_err().is_panic());
+    let remaining: Vec<u64> = outcomes[1..]
+        .iter()
+        .map(|outcome| outcome.as_ref().unwrap().as_ref().unwrap().0.remaining())
+        .collect();
+    assert_eq!(remaining, [9, 8]);
     assert_eq!(keys_in_flight(&limiter), 0);
-    // Nothing was written; the key works again.
     let (decision, _) = limiter.step(b"c", 3, now(), Duration::ZERO).await.unwrap();
-    assert_eq!(decision.remaining(), 7);
+    assert_eq!(decision.remaining(), 5);
     assert_eq!(keys_in_flight(&limiter), 0);
 }
 
 #[tokio::test]
-async fn a_store_without_the_synchronous_path_is_served_by_the_keys_task() {
+async fn a_store_without_the_synchronous_path_is_decided_in_the_callers_future() {
     // Answers at once, but through the asynchronous calls only.
     let store = crate::store::CountingStore::new(MemoryStore::new());
     assert!(store.immediate().is_none());
     let limiter = limiter_on(Arc::new(store), Count { limit: 10 });
+    let noop = std::task::Waker::noop();
     for remaining in [9, 8, 7] {
-        let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
-        assert_eq!(decision.remaining(), remaining);
+        // No task and no channel: one poll decides.
+        let step = limiter.step(b"c", 1, now(), Duration::ZERO);
+        let Poll::Ready(answer) =
+            std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop))
+        else {
+            panic!("a decision on a store that answers at once waited");
+        };
+        assert_eq!(answer.unwrap().0.remaining(), remaining);
         assert_eq!(keys_in_flight(&limiter), 0);
     }
-    // A panic on the key's task: an error for the caller, and the key
-    // let go.
-    let answer = limiter.step(b"c", PANIC, now(), Duration::ZERO).await;
-    assert!(
-        matches!(&answer, Err(Error::Store(e)) if e.is_ambiguous()),
-        "{answer:?}"
-    );
+    // A panic in the core is the caller's, and the key is let go.
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+        let step = limiter.step(b"c", PANIC, now(), Duration::ZERO);
+        let _ = std::pin::pin!(step).poll(&mut std::task::Context::from_waker(noop));
+    }));
+    assert!(caught.is_err());
     assert_eq!(keys_in_flight(&limiter), 0);
     let (decision, _) = limiter.step(b"c", 1, now(), Duration::ZERO).await.unwrap();
     assert_eq!(decision.remaining(), 6);
