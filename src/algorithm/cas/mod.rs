@@ -1,8 +1,10 @@
 //! The compare-and-swap algorithms: one stored value per client, read,
 //! recomputed and written back by optimistic compare-and-swap.
 //!
-//! - [`optimistic`]: the bounded retry loop, written once for all of them,
-//!   [`combining`]: the requests for one key decided together, and
+//! - [`optimistic`]: the limiter over them all, with the atomic path of a
+//!   store that answers at once; [`group`]: the bounded retry loop,
+//!   written once for all of them; [`combining`]: the requests for one key
+//!   decided together; and
 //!   [`known`]: the states a limiter last saw, so a decision can skip its
 //!   read;
 //! - [`core`]: what each algorithm supplies, a pure function from the
@@ -20,6 +22,7 @@ mod combining;
 mod core;
 mod discrete_refill;
 mod gcra;
+mod group;
 mod hybrid_quota;
 mod known;
 #[cfg(test)]

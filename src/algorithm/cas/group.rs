@@ -1,0 +1,231 @@
+//! One group's read-decide-write on a store that makes a request wait:
+//! the state read (or known, see [`known`](super::known)), every member
+//! decided in arrival order on the state the one before it left, one
+//! write of the final state, and on a conflict all of it again on fresh
+//! state, within the policy's attempts.
+
+use std::time::Duration;
+
+use super::combining::{Combiner, Decider, Failure, Waiter};
+use super::core::CasCore;
+use super::optimistic::Engine;
+use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STALE};
+use crate::decision::Decision;
+use crate::store::{PutCondition, PutOutcome};
+
+impl<C: CasCore> Engine<C> {
+    /// The optimistic loop for one group: read, decide every member in
+    /// order (a refund among them is applied in its turn, on the state the
+    /// member before it left), write the final state once; on a conflict,
+    /// all again on fresh state. Returns one decision per member of
+    /// `group` as it is on return: members that stopped waiting are dropped
+    /// before each read, and again before deciding, so none is written for
+    /// after it left.
+    ///
+    /// When this limiter knows the state stored at `key` and its version
+    /// (see [`known`](super::known)), the first attempt skips the read.
+    pub(super) async fn decide(
+        &self,
+        key: &[u8],
+        group: &mut Vec<Waiter>,
+    ) -> Result<Vec<(Decision, Duration)>, Failure> {
+        if let Some(decided) = self.decide_on_known(key, group).await? {
+            return Ok(decided);
+        }
+        let attempts = self.policy.attempts;
+        for attempt in 1..=attempts {
+            // Nobody waits for these any more, and nothing was written for
+            // them yet: leave them out, so they cost nothing.
+            group.retain(|waiter| !waiter.gone());
+            if group.is_empty() {
+                return Ok(Vec::new());
+            }
+            self.counters.bump(ATTEMPTS);
+            let current = self.store().get(key).await.map_err(Failure::Store)?;
+            // Again for those who gave up during the read: from here to the
+            // write there is no `.await`, so a member is counted exactly when
+            // it was still waiting as the write was sent.
+            group.retain(|waiter| !waiter.gone());
+            if group.is_empty() {
+                return Ok(Vec::new());
+            }
+            // Repaired on the first member's time: the state is clamped to
+            // what a writer could have stored by then.
+            let (state, repaired, condition) = match &current {
+                None => (None, false, PutCondition::Absent),
+                Some(stored) => {
+                    let (state, repaired) = self.read(key, &stored.value, group[0].ask.now);
+                    (state, repaired, PutCondition::Version(stored.version))
+                }
+            };
+            let (state, mut ttl, decided) = self.apply(state, group);
+            if repaired && ttl.is_none() {
+                // Nothing else changed it, but the repair is written all the
+                // same, so the next read does not find the garbage again.
+                ttl = decided.first().map(|(decision, _)| decision.reset_after());
+            }
+            let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
+                // Nothing changed: nothing to write, nothing to lose. What
+                // was read is still what is stored.
+                if let Some(stored) = current.filter(|_| !repaired) {
+                    self.known.remember(key, &stored.value, stored.version);
+                }
+                return Ok(self.combined(decided));
+            };
+            let value = self.core.encode(last);
+            match self
+                .store()
+                .put_versioned(key, &value, ttl + self.slack, condition)
+                .await
+                .map_err(|error| {
+                    self.known.forget(key);
+                    Failure::Store(error)
+                })? {
+                (PutOutcome::Stored, version) => {
+                    match version {
+                        Some(version) => self.known.remember(key, &value, version),
+                        None => self.known.forget(key),
+                    }
+                    return Ok(self.combined(decided));
+                }
+                (PutOutcome::Conflict, _) => {
+                    self.known.forget(key);
+                    self.counters.bump(CONFLICTS);
+                    if attempt < attempts {
+                        self.counters.bump(RETRIES);
+                        tracing::debug!(
+                            key = %String::from_utf8_lossy(key),
+                            attempt,
+                            group = group.len(),
+                            "compare-and-swap conflict; retrying"
+                        );
+                        tokio::time::sleep(self.policy.backoff(attempt)).await;
+                    }
+                }
+            }
+        }
+        self.counters.add(EXHAUSTED, group.len());
+        tracing::debug!(
+            key = %String::from_utf8_lossy(key),
+            attempts,
+            group = group.len(),
+            "compare-and-swap attempts exhausted"
+        );
+        Err(Failure::Contention(attempts))
+    }
+
+    /// Decides `group` on the state this limiter last saw at `key`, if it
+    /// knows it, and writes the result on its version, without reading
+    /// first. `None` when the group needs a read after all: the state is
+    /// not known, the group would write nothing (its answers must then come
+    /// from the state as stored), the known state needs a repair (the read
+    /// path does it, and counts it), or the write found the state changed
+    /// (anyone wrote since, or it expired).
+    async fn decide_on_known(
+        &self,
+        key: &[u8],
+        group: &mut Vec<Waiter>,
+    ) -> Result<Option<Vec<(Decision, Duration)>>, Failure> {
+        group.retain(|waiter| !waiter.gone());
+        let Some(first) = group.first() else {
+            return Ok(Some(Vec::new()));
+        };
+        if !self.known.worth_trying() {
+            return Ok(None);
+        }
+        let Some((Some(mut state), version)) =
+            self.known.read(key, |value| self.core.decode(value))
+        else {
+            return Ok(None);
+        };
+        if self.core.repair(&mut state, first.ask.now, self.skew) {
+            return Ok(None);
+        }
+        let (state, ttl, decided) = self.apply(Some(state), group);
+        let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
+            return Ok(None);
+        };
+        self.counters.bump(KNOWN);
+        let value = self.core.encode(last);
+        let written = self
+            .store()
+            .put_versioned(
+                key,
+                &value,
+                ttl + self.slack,
+                PutCondition::Version(version),
+            )
+            .await;
+        match written {
+            Ok((PutOutcome::Stored, Some(version))) => {
+                self.known.tried(false);
+                self.known.remember(key, &value, version);
+                Ok(Some(self.combined(decided)))
+            }
+            Ok((PutOutcome::Stored, None)) => {
+                self.known.forget(key);
+                Ok(Some(self.combined(decided)))
+            }
+            Ok((PutOutcome::Conflict, _)) => {
+                self.known.tried(true);
+                self.known.forget(key);
+                self.counters.bump(STALE);
+                Ok(None)
+            }
+            Err(error) => {
+                self.known.forget(key);
+                Err(Failure::Store(error))
+            }
+        }
+    }
+
+    /// Decides every member of `group` in order, each on the state the one
+    /// before it left, exactly as if they had come one after another: the
+    /// final state, the lifetime of the last write (`None` if nothing
+    /// changed the state), and the decisions.
+    #[allow(clippy::type_complexity)]
+    fn apply(
+        &self,
+        mut state: Option<C::State>,
+        group: &[Waiter],
+    ) -> (
+        Option<C::State>,
+        Option<Duration>,
+        Vec<(Decision, Duration)>,
+    ) {
+        let mut ttl = None;
+        let mut decided = Vec::with_capacity(group.len());
+        for waiter in group {
+            let step = self.core.apply(state.as_ref(), waiter.ask);
+            if let Some((next, lifetime)) = step.write {
+                state = Some(next);
+                ttl = Some(lifetime);
+            }
+            decided.push((step.decision, step.delay));
+        }
+        (state, ttl, decided)
+    }
+
+    /// Counts a group's decisions as combined when it had more than one.
+    pub(super) fn combined(&self, decided: Vec<(Decision, Duration)>) -> Vec<(Decision, Duration)> {
+        if decided.len() > 1 {
+            self.counters.add(COMBINED, decided.len());
+        }
+        decided
+    }
+}
+
+impl<C: CasCore> Decider for Engine<C> {
+    fn combiner(&self) -> &Combiner {
+        &self.combiner
+    }
+
+    fn decide_group<'a>(
+        &'a self,
+        key: &'a [u8],
+        group: &'a mut Vec<Waiter>,
+    ) -> impl std::future::Future<Output = Result<Vec<(Decision, Duration)>, Failure>> + Send + 'a
+    {
+        self.decide(key, group)
+    }
+}
