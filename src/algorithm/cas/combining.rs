@@ -59,7 +59,8 @@
 //!   otherwise ends at its deadline.)
 //! - A bug in the core panics the request that runs it, as any synchronous
 //!   call would, and the queue is handed on. If the key's task stops
-//!   abnormally (a panic, or its runtime shutting down), a guard removes
+//!   abnormally (a panic, or its runtime shutting down, even before the
+//!   task first ran), a guard removes
 //!   the key and drops the queued requests' channels: they get an error at
 //!   once rather than waiting out their deadlines, and the next request
 //!   claims the key afresh.
@@ -320,7 +321,11 @@ impl<D: Decider> Drop for HandOff<'_, D> {
             // The key stays claimed, now by the task.
             Ok(runtime) => {
                 drop(map);
-                runtime.spawn(serve(Arc::clone(self.decider), self.key.to_vec()));
+                runtime.spawn(serve(Claimed {
+                    decider: Arc::clone(self.decider),
+                    key: self.key.to_vec(),
+                    armed: true,
+                }));
             }
             Err(_) => {
                 let abandoned = map.remove(self.key);
@@ -333,27 +338,29 @@ impl<D: Decider> Drop for HandOff<'_, D> {
     }
 }
 
-/// The key's task: decides groups until its queue is empty.
-async fn serve<D: Decider>(decider: Arc<D>, key: Vec<u8>) {
+/// The key's task: decides groups until its queue is empty. It owns the
+/// key's claim from before it is spawned, so a task that never runs (its
+/// runtime is shutting down) still lets the key go.
+async fn serve<D: Decider>(mut claim: Claimed<D>) {
+    let decider = Arc::clone(&claim.decider);
     let combiner = decider.combiner();
-    let mut release = Release {
-        queues: &combiner.queues,
-        key: &key,
-        armed: true,
-    };
-    let Some(mut group) = combiner.take_group(&key) else {
-        release.armed = false;
+    let Some(mut group) = combiner.take_group(&claim.key) else {
+        claim.armed = false;
         return;
     };
     loop {
         // One group at most the deadline: by then every member, having
         // arrived before the group started, has given up waiting.
-        let outcome = timeout(combiner.deadline, decider.decide_group(&key, &mut group)).await;
+        let outcome = timeout(
+            combiner.deadline,
+            decider.decide_group(&claim.key, &mut group),
+        )
+        .await;
         // Take the next group, or let go of the key, before answering
         // this one (see the module documentation for why).
-        let next = combiner.take_group(&key);
+        let next = combiner.take_group(&claim.key);
         if next.is_none() {
-            release.armed = false;
+            claim.armed = false;
         }
         combiner.answer(group, outcome);
         match next {
@@ -363,21 +370,21 @@ async fn serve<D: Decider>(decider: Arc<D>, key: Vec<u8>) {
     }
 }
 
-/// Lets go of a key if its task stops without doing so itself: a panic in
-/// the core or the store, or the runtime dropping the task at shutdown.
-/// Removing the key drops the queued requests' senders, so they fail at once
-/// instead of waiting out their deadlines for a task that is gone, and the
-/// next request for the key starts a new task.
-struct Release<'a> {
-    queues: &'a Queues,
-    key: &'a [u8],
+/// A key's claim, held by its task. Dropped armed (the task panicked, or
+/// its runtime dropped it, run or not), it removes the key: the queued
+/// requests' channels are dropped, so they fail at once instead of waiting
+/// out their deadlines for a task that is gone, and the next request for
+/// the key claims it afresh.
+struct Claimed<D: Decider> {
+    decider: Arc<D>,
+    key: Vec<u8>,
     armed: bool,
 }
 
-impl Drop for Release<'_> {
+impl<D: Decider> Drop for Claimed<D> {
     fn drop(&mut self) {
         if self.armed {
-            let abandoned = self.queues.lock().remove(self.key);
+            let abandoned = self.decider.combiner().queues.lock().remove(&self.key);
             // Dropped outside the lock: dropping a sender wakes its
             // receiver.
             drop(abandoned);

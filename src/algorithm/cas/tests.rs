@@ -85,9 +85,13 @@ impl CasCore for Count {
 }
 
 /// A [`MemoryStore`] whose reads and writes each wait once, as a
-/// round trip to memcached would, so requests for a key overlap.
+/// round trip to memcached would, so requests for a key overlap; or whose
+/// reads never answer (`reads_hang`), as a memcached that hangs.
 #[derive(Debug, Default)]
-pub(super) struct Waiting(MemoryStore);
+pub(super) struct Waiting {
+    store: MemoryStore,
+    reads_hang: bool,
+}
 
 #[async_trait::async_trait]
 impl Store for Waiting {
@@ -98,20 +102,23 @@ impl Store for Waiting {
         ttl: Duration,
         also_read: &[Vec<u8>],
     ) -> Result<crate::store::Counters, StoreError> {
-        self.0.increment(key, delta, ttl, also_read).await
+        self.store.increment(key, delta, ttl, also_read).await
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        self.0.decrement(key, delta).await
+        self.store.decrement(key, delta).await
     }
 
     async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        self.0.get_counters(keys).await
+        self.store.get_counters(keys).await
     }
 
     async fn get(&self, key: &[u8]) -> Result<Option<crate::store::Versioned>, StoreError> {
+        if self.reads_hang {
+            std::future::pending::<()>().await;
+        }
         tokio::task::yield_now().await;
-        self.0.get(key).await
+        self.store.get(key).await
     }
 
     async fn put(
@@ -122,11 +129,11 @@ impl Store for Waiting {
         condition: PutCondition,
     ) -> Result<PutOutcome, StoreError> {
         tokio::task::yield_now().await;
-        self.0.put(key, value, ttl, condition).await
+        self.store.put(key, value, ttl, condition).await
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        self.0.delete(keys).await
+        self.store.delete(keys).await
     }
 }
 
@@ -315,4 +322,32 @@ async fn an_immediate_store_is_decided_in_one_atomic_step() {
     assert!(decision.is_denied());
     assert_eq!(store.get(&key).await.unwrap().unwrap().value, b"10");
     assert_eq!(limiter.settings.repairs.count(), 2);
+}
+
+#[test]
+fn a_runtime_shut_down_mid_decision_leaves_no_key_claimed() {
+    let hanging = Waiting {
+        reads_hang: true,
+        ..Waiting::default()
+    };
+    let limiter = limiter_on(Arc::new(hanging), Count { limit: 10 });
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    first.block_on(async {
+        // One request claims the key and hangs in its read; another queues.
+        for _ in 0..2 {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.step(b"c", 1, now(), Duration::ZERO).await });
+        }
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+    });
+    assert_eq!(keys_in_flight(&limiter), 1);
+    // The runtime stops with both still in flight: the queued request's
+    // task is never polled again, and nothing may keep the key claimed.
+    drop(first);
+    assert_eq!(keys_in_flight(&limiter), 0);
 }
