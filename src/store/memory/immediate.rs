@@ -1,4 +1,4 @@
-//! The synchronous read-decide-write a [`MemoryStore`](super::MemoryStore)
+//! The synchronous read-decide-write a [`MemoryStore`]
 //! offers the compare-and-swap algorithms: one atomic step under the
 //! shard's lock.
 
