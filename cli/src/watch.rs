@@ -94,15 +94,15 @@ impl Store for Watched {
         self.note(key, outcome)
     }
 
-    async fn put(
+    async fn put_versioned(
         &self,
         key: &[u8],
         value: &[u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         self.asking(key);
-        let outcome = self.inner.put(key, value, ttl, condition).await;
+        let outcome = self.inner.put_versioned(key, value, ttl, condition).await;
         self.note(key, outcome)
     }
 

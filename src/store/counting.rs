@@ -131,17 +131,6 @@ impl<S: Store> Store for CountingStore<S> {
         self.inner.get(key).await
     }
 
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        self.count(4, 1);
-        self.inner.put(key, value, ttl, condition).await
-    }
-
     async fn put_versioned(
         &self,
         key: &[u8],

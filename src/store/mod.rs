@@ -10,8 +10,8 @@
 //! | [`Store::decrement`] | `ma MD` | subtract, saturating at 0; a missing counter stays missing |
 //! | [`Store::get_counters`] | `mg` per key, pipelined | read counters; a missing key is `None` |
 //! | [`Store::get`] | `mg v c` | read raw bytes with their version (CAS token) |
-//! | [`Store::put`] | `ms` (`MA` add, or `C` compare) | write if absent, or if the version still matches, or always |
-//! | [`Store::put_versioned`] | `ms` with `c` | the same, and the written item's version |
+//! | [`Store::put_versioned`] | `ms` (`MA` add, or `C` compare) with `c` | write if absent, or if the version still matches, or always; the written item's version |
+//! | [`Store::put`] | the same | the same, without the version |
 //! | [`Store::delete`] | `md`, pipelined | remove keys |
 //!
 //! Rules that hold on every store:
@@ -132,21 +132,11 @@ pub trait Store: Send + Sync + fmt::Debug {
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError>;
 
     /// Writes `value` (not empty) with a lifetime of `ttl` if `condition`
-    /// holds.
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError>;
-
-    /// [`put`](Self::put), and the version the written item has, when
-    /// the store can tell it in the same call: the meta protocol's `ms`
-    /// with `c` does, the classic protocol's `cas` does not. A limiter that
-    /// knows the version of what it wrote can write its next state on it
-    /// without reading it first (the write fails if anyone wrote since).
-    /// The default calls `put` and knows no version.
+    /// holds; when it wrote, also the version the written item has, if the
+    /// store can tell it in the same call: the meta protocol's `ms` with
+    /// `c` does, the classic protocol's `cas` does not (`None`). A limiter
+    /// that knows the version of what it wrote can write its next state on
+    /// it without reading it first (the write fails if anyone wrote since).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -168,8 +158,18 @@ pub trait Store: Send + Sync + fmt::Debug {
         value: &[u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
-        Ok((self.put(key, value, ttl, condition).await?, None))
+    ) -> Result<(PutOutcome, Option<u64>), StoreError>;
+
+    /// [`put_versioned`](Self::put_versioned), without the version.
+    async fn put(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<PutOutcome, StoreError> {
+        let (outcome, _) = self.put_versioned(key, value, ttl, condition).await?;
+        Ok(outcome)
     }
 
     /// Deletes `keys`; returns how many existed.
@@ -265,16 +265,6 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         (**self).get(key).await
-    }
-
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        (**self).put(key, value, ttl, condition).await
     }
 
     async fn put_versioned(

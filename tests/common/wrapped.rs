@@ -80,20 +80,22 @@ impl<H: Hooks> Store for Wrapped<H> {
         self.inner.get(key).await
     }
 
-    async fn put(
+    /// Tells no version: every decision through the hooks reads first,
+    /// so the hooks see each read and write as the tests expect.
+    async fn put_versioned(
         &self,
         key: &[u8],
         value: &[u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         self.hooks.before_get_or_put().await;
         if let Some(outcome) = self.hooks.instead_of_put(condition) {
-            return Ok(outcome);
+            return Ok((outcome, None));
         }
         let outcome = self.inner.put(key, value, ttl, condition).await?;
         self.hooks.put_answered(key, ttl, outcome);
-        Ok(outcome)
+        Ok((outcome, None))
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

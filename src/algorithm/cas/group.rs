@@ -73,35 +73,19 @@ impl<C: CasCore> Engine<C> {
                 return Ok(self.combined(decided));
             };
             let value = self.core.encode(last);
-            match self
-                .store()
-                .put_versioned(key, &value, ttl + self.slack, condition)
-                .await
-                .map_err(|error| {
-                    self.known.forget(key);
-                    Failure::Store(error)
-                })? {
-                (PutOutcome::Stored, version) => {
-                    match version {
-                        Some(version) => self.known.remember(key, &value, version),
-                        None => self.known.forget(key),
-                    }
-                    return Ok(self.combined(decided));
-                }
-                (PutOutcome::Conflict, _) => {
-                    self.known.forget(key);
-                    self.counters.bump(CONFLICTS);
-                    if attempt < attempts {
-                        self.counters.bump(RETRIES);
-                        tracing::debug!(
-                            key = %String::from_utf8_lossy(key),
-                            attempt,
-                            group = group.len(),
-                            "compare-and-swap conflict; retrying"
-                        );
-                        tokio::time::sleep(self.policy.backoff(attempt)).await;
-                    }
-                }
+            if self.write(key, value, ttl, condition).await? {
+                return Ok(self.combined(decided));
+            }
+            self.counters.bump(CONFLICTS);
+            if attempt < attempts {
+                self.counters.bump(RETRIES);
+                tracing::debug!(
+                    key = %String::from_utf8_lossy(key),
+                    attempt,
+                    group = group.len(),
+                    "compare-and-swap conflict; retrying"
+                );
+                tokio::time::sleep(self.policy.backoff(attempt)).await;
             }
         }
         self.counters.add(EXHAUSTED, group.len());
@@ -146,31 +130,46 @@ impl<C: CasCore> Engine<C> {
             return Ok(None);
         };
         self.counters.bump(KNOWN);
-        let value = self.core.encode(last);
-        let written = self
-            .store()
-            .put_versioned(
+        let stored = self
+            .write(
                 key,
-                &value,
-                ttl + self.slack,
+                self.core.encode(last),
+                ttl,
                 PutCondition::Version(version),
             )
+            .await?;
+        self.known.tried(!stored);
+        if stored {
+            return Ok(Some(self.combined(decided)));
+        }
+        self.counters.bump(STALE);
+        Ok(None)
+    }
+
+    /// Writes `value`, an encoded state, at `key` with a lifetime of `ttl`
+    /// (plus the slack) if `condition` holds; true when it wrote. The known
+    /// state follows what is stored: the state written with its new
+    /// version, or nothing when the write did not go through, its outcome
+    /// is unknown, or the store told no version.
+    async fn write(
+        &self,
+        key: &[u8],
+        value: Vec<u8>,
+        ttl: Duration,
+        condition: PutCondition,
+    ) -> Result<bool, Failure> {
+        let written = self
+            .store()
+            .put_versioned(key, &value, ttl + self.slack, condition)
             .await;
         match written {
             Ok((PutOutcome::Stored, Some(version))) => {
-                self.known.tried(false);
                 self.known.remember(key, &value, version);
-                Ok(Some(self.combined(decided)))
+                Ok(true)
             }
-            Ok((PutOutcome::Stored, None)) => {
+            Ok((outcome, _)) => {
                 self.known.forget(key);
-                Ok(Some(self.combined(decided)))
-            }
-            Ok((PutOutcome::Conflict, _)) => {
-                self.known.tried(true);
-                self.known.forget(key);
-                self.counters.bump(STALE);
-                Ok(None)
+                Ok(outcome == PutOutcome::Stored)
             }
             Err(error) => {
                 self.known.forget(key);

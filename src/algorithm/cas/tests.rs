@@ -121,15 +121,18 @@ impl Store for Waiting {
         self.store.get(key).await
     }
 
-    async fn put(
+    /// Tells no version, so every decision on it reads, as its tests of
+    /// groups and attempts count on.
+    async fn put_versioned(
         &self,
         key: &[u8],
         value: &[u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         tokio::task::yield_now().await;
-        self.store.put(key, value, ttl, condition).await
+        let outcome = self.store.put(key, value, ttl, condition).await?;
+        Ok((outcome, None))
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

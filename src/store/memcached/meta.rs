@@ -290,18 +290,8 @@ impl MetaStore {
         }))
     }
 
-    pub(super) async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        let set = self.set(key, value, ttl, condition)?;
-        self.write(key, set).await.map(|(outcome, _)| outcome)
-    }
-
-    /// `put`, asking memcached for the written item's CAS token (`c`).
+    /// Writes `value` if `condition` holds, asking memcached for the
+    /// written item's CAS token (`c`).
     pub(super) async fn put_versioned(
         &self,
         key: &[u8],
@@ -309,28 +299,14 @@ impl MetaStore {
         ttl: Duration,
         condition: PutCondition,
     ) -> Result<(PutOutcome, Option<u64>), StoreError> {
-        let set = self.set(key, value, ttl, condition)?.return_cas();
-        self.write(key, set).await
-    }
-
-    fn set(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<Set, StoreError> {
         check_key(key)?;
         check_value(value)?;
-        let set = Set::new(key, value).ttl_raw(wire_ttl(ttl));
-        Ok(match condition {
+        let set = Set::new(key, value).ttl_raw(wire_ttl(ttl)).return_cas();
+        let set = match condition {
             PutCondition::Always => set,
             PutCondition::Absent => set.add(),
             PutCondition::Version(version) => set.compare_cas(version),
-        })
-    }
-
-    async fn write(&self, key: &[u8], set: Set) -> Result<(PutOutcome, Option<u64>), StoreError> {
+        };
         let results = self.exchange(key, &[], vec![set.into()]).await?;
         let OpResult::Mutation(result) = only(results)? else {
             return Err(out_of_kind("write").ambiguous());

@@ -227,20 +227,6 @@ impl Store for MemcachedStore {
         .map_err(|error| self.named(error, key))
     }
 
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        match &self.backend {
-            Backend::Meta(meta) => meta.put(key, value, ttl, condition).await,
-            Backend::Classic(classic) => classic.put(key, value, ttl, condition).await,
-        }
-        .map_err(|error| self.named(error, key))
-    }
-
     async fn put_versioned(
         &self,
         key: &[u8],
@@ -250,10 +236,7 @@ impl Store for MemcachedStore {
     ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         match &self.backend {
             Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
-            Backend::Classic(classic) => {
-                let outcome = classic.put(key, value, ttl, condition).await;
-                outcome.map(|outcome| (outcome, None))
-            }
+            Backend::Classic(classic) => classic.put_versioned(key, value, ttl, condition).await,
         }
         .map_err(|error| self.named(error, key))
     }

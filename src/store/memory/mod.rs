@@ -196,18 +196,6 @@ impl Store for MemoryStore {
         }))
     }
 
-    async fn put(
-        &self,
-        key: &[u8],
-        value: &[u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
-        self.put_versioned(key, value, ttl, condition)
-            .await
-            .map(|(outcome, _)| outcome)
-    }
-
     async fn put_versioned(
         &self,
         key: &[u8],

@@ -160,13 +160,15 @@ impl Store for ClassicStore {
         }))
     }
 
-    async fn put(
+    /// The classic protocol's `cas` does not return the new CAS token: the
+    /// version is never known.
+    async fn put_versioned(
         &self,
         key: &[u8],
         value: &[u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<PutOutcome, StoreError> {
+    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         check_key(key)?;
         check_value(value)?;
         let mut request = Vec::new();
@@ -188,8 +190,8 @@ impl Store for ClassicStore {
             })
             .await?;
         Ok(match stored {
-            true => PutOutcome::Stored,
-            false => PutOutcome::Conflict,
+            true => (PutOutcome::Stored, None),
+            false => (PutOutcome::Conflict, None),
         })
     }
 
