@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use memcache_ratelimit::limiter::FailurePolicy;
-use memcache_ratelimit::store::Protocol;
+use memcache_ratelimit::store::{Protocol, DEFAULT_PIPELINE_BATCH, DEFAULT_PIPELINE_DEPTH};
 use memcache_ratelimit_server::resp::Limits;
 use memcache_ratelimit_server::{
     Server, ServerConfig, StoreChoice, DEFAULT_LIMITS, DEFAULT_LISTEN,
@@ -27,6 +27,16 @@ pub struct ServeArgs {
     /// twemproxy, for example).
     #[arg(long, default_value = "meta")]
     protocol: String,
+    /// Pipelined batches in flight per memcached server at once (meta
+    /// protocol). memcached serves each connection on one of its worker
+    /// threads, so match its -t: more batches than it has threads add only
+    /// smaller batches.
+    #[arg(long, default_value_t = DEFAULT_PIPELINE_DEPTH)]
+    pipeline_depth: usize,
+    /// The most memcached operations one pipelined batch carries; bigger
+    /// batches cost fewer system calls and context switches, on both sides.
+    #[arg(long, default_value_t = DEFAULT_PIPELINE_BATCH)]
+    pipeline_batch: usize,
     /// The password clients must give with AUTH or HELLO; better given in
     /// the environment than on a command line others can read.
     #[arg(long, env = "MEMCACHE_RATELIMIT_REQUIREPASS", hide_env_values = true)]
@@ -77,7 +87,12 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
             }) {
                 return Err(format!("--servers: {bad:?}: is not host:port"));
             }
-            StoreChoice::Memcached { servers, protocol }
+            StoreChoice::Memcached {
+                servers,
+                protocol,
+                pipeline_depth: args.pipeline_depth,
+                pipeline_batch: args.pipeline_batch,
+            }
         }
     };
     let on_failure = match args.on_failure.as_str() {
@@ -95,10 +110,14 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
         ("--max-args", args.max_args),
         ("--max-bulk", args.max_bulk),
         ("--max-inline", args.max_inline),
+        ("--pipeline-depth", args.pipeline_depth),
     ] {
         if value == 0 {
             return Err(format!("{flag}: must be at least 1"));
         }
+    }
+    if args.pipeline_batch < 2 {
+        return Err("--pipeline-batch: must be at least 2".to_owned());
     }
     if let Some(address) = &args.metrics {
         if address.parse::<std::net::SocketAddr>().is_err() {

@@ -31,6 +31,18 @@ pub enum StoreChoice {
         servers: Vec<String>,
         /// The protocol spoken to them.
         protocol: Protocol,
+        /// Pipelined batches in flight per server at once (meta protocol):
+        /// memcached serves each connection on one of its worker threads,
+        /// so more than its `-t` add nothing
+        /// ([`MemcachedStoreBuilder::pipeline_depth`]).
+        ///
+        /// [`MemcachedStoreBuilder::pipeline_depth`]: memcache_ratelimit::store::MemcachedStoreBuilder::pipeline_depth
+        pipeline_depth: usize,
+        /// The most operations one batch carries
+        /// ([`MemcachedStoreBuilder::pipeline_batch`]).
+        ///
+        /// [`MemcachedStoreBuilder::pipeline_batch`]: memcache_ratelimit::store::MemcachedStoreBuilder::pipeline_batch
+        pipeline_batch: usize,
     },
 }
 

@@ -43,10 +43,17 @@ impl Server {
         let mut memcached = None;
         let (store, name): (Arc<dyn Store>, String) = match &config.store {
             StoreChoice::Embedded => (Arc::new(MemoryStore::new()), "embedded".to_owned()),
-            StoreChoice::Memcached { servers, protocol } => {
+            StoreChoice::Memcached {
+                servers,
+                protocol,
+                pipeline_depth,
+                pipeline_batch,
+            } => {
                 let store = MemcachedStore::builder()
                     .servers(servers.iter().cloned())
                     .protocol(*protocol)
+                    .pipeline_depth(*pipeline_depth)
+                    .pipeline_batch(*pipeline_batch)
                     .build()
                     .await?;
                 let protocol = match protocol {

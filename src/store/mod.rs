@@ -61,6 +61,7 @@ pub(crate) use memcached::is_host_port;
 pub use memcached::{
     ClassicStore, ClassicStoreBuilder, ClientRouter, MemcachedStore, MemcachedStoreBuilder,
     PipelineStats, Protocol, DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PIPELINE_BATCH, DEFAULT_PIPELINE_DEPTH,
 };
 pub use memory::MemoryStore;
 

@@ -574,6 +574,68 @@ async fn a_pipeline_depth_of_zero_is_rejected() {
     assert!(!store.is_pipelining());
 }
 
+#[tokio::test]
+async fn a_pipeline_batch_below_two_operations_is_rejected() {
+    for operations in [0, 1] {
+        let error = MemcachedStore::builder()
+            .server("127.0.0.1:11211")
+            .pipeline_batch(operations)
+            .build()
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), StoreErrorKind::Config, "{operations}");
+        assert!(error.to_string().contains("pipeline_batch"), "{error}");
+    }
+}
+
+/// With one batch in flight and room for 1,024 operations, calls queued
+/// behind it go out 512 at a time (half the operations), where the default
+/// carries 64, and every call gets its own answer. memcached is stopped
+/// while the calls queue, so the batches are the same on every machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bigger_batch_setting_carries_more_calls_per_round_trip() {
+    let server = Memcached::start();
+    let store = Arc::new(
+        MemcachedStore::builder()
+            .server(server.address())
+            .io_timeout(Duration::from_secs(10))
+            .pipeline_depth(1)
+            .pipeline_batch(1_024)
+            .build()
+            .await
+            .unwrap(),
+    );
+    let ttl = Duration::from_secs(60);
+    store
+        .increment(b"big-batch-warm", 1, ttl, &[])
+        .await
+        .unwrap();
+    server.signal("STOP");
+    let call = |i: u64| {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move {
+            let key = format!("big-batch-{i}");
+            let counters = store.increment(key.as_bytes(), i + 1, ttl, &[]).await;
+            assert_eq!(counters.unwrap().value, i + 1);
+        })
+    };
+    // The first takes the one batch slot and waits on the stopped server;
+    // the 600 after it queue.
+    let mut calls = vec![call(0)];
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    calls.extend((1..=600).map(call));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.signal("CONT");
+    for call in calls {
+        call.await.unwrap();
+    }
+    let stats = store.pipeline_stats();
+    assert_eq!(stats.jobs, 602, "{stats:?}");
+    // The warm-up, the first call, then 512 and 88 queued calls.
+    assert_eq!(stats.batches, 4, "{stats:?}");
+    assert_eq!(stats.largest_batch, 512, "{stats:?}");
+}
+
 /// memcached answers an increment of a non-number with `CLIENT_ERROR`, and
 /// the memcache client stops reading a batch at an error line, though
 /// memcached executes the rest. So the calls batched after such a call

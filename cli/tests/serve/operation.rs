@@ -128,6 +128,61 @@ fn pipelined_commands_share_memcached_round_trips() {
     assert_eq!(info_field(&served, "cas_stale"), 0);
 }
 
+/// `--pipeline-depth` and `--pipeline-batch` shape the memcached batches:
+/// with one batch in flight and room for 1,024 operations, the calls of 256
+/// pipelined commands share batches of more than the default's 64 calls,
+/// and the answers are the same. Settings that cannot work are refused at
+/// start.
+#[test]
+fn the_memcached_batches_follow_the_pipeline_flags() {
+    let memcached = Memcached::start();
+    let served = Served::start(&[
+        "--servers",
+        &memcached.address(),
+        "--pipeline-depth",
+        "1",
+        "--pipeline-batch",
+        "1024",
+    ]);
+    let commands = 256;
+    let mut input = String::new();
+    for i in 0..commands {
+        input.push_str(&format!("RL.PREDUCE bucket-{i} 5 60000\r\n"));
+    }
+    let mut stream = BufReader::new(TcpStream::connect(&served.address).unwrap());
+    stream.get_mut().write_all(input.as_bytes()).unwrap();
+    for _ in 0..commands {
+        let mut line = String::new();
+        stream.read_line(&mut line).unwrap();
+        assert_eq!(line, ":5\r\n");
+    }
+    let largest = info_field(&served, "store_largest_batch");
+    assert!(largest > 64, "largest batch {largest}");
+    assert!(largest <= 512, "largest batch {largest}");
+
+    for (flag, value, says) in [
+        (
+            "--pipeline-batch",
+            "1",
+            "--pipeline-batch: must be at least 2",
+        ),
+        (
+            "--pipeline-depth",
+            "0",
+            "--pipeline-depth: must be at least 1",
+        ),
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_memcache-ratelimit"))
+            .args(["serve", "--listen", "127.0.0.1:0", flag, value])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{flag} {value}: {stderr}");
+    }
+}
+
 /// `--metrics`: Prometheus text over HTTP, with the decisions by command
 /// and outcome, their latency, and the library's store counters.
 #[test]

@@ -35,10 +35,11 @@
 //!
 //! [`Store::put_versioned`]: crate::store::Store::put_versioned
 
-use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use hashbrown::HashTable;
 
 use crate::key::KeyHasher;
 
@@ -54,19 +55,29 @@ const RECENT_TRIES: u32 = 64;
 /// tried on a known state.
 const PROBE_EVERY: u32 = 16;
 
-/// A state as stored, and the version it was stored at.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Known {
-    pub(super) value: Vec<u8>,
-    pub(super) version: u64,
+/// A key's state as stored, the version it was stored at, and the key's
+/// hash, kept so that the key is hashed once per call and never again when
+/// its table grows.
+#[derive(Debug)]
+struct Entry {
+    hash: u64,
+    key: Box<[u8]>,
+    value: Vec<u8>,
+    version: u64,
 }
 
-type Map = HashMap<Vec<u8>, Known, KeyHasher>;
+impl Entry {
+    fn set(&mut self, value: &[u8], version: u64) {
+        self.value.clear();
+        self.value.extend_from_slice(value);
+        self.version = version;
+    }
+}
 
 #[derive(Debug, Default)]
 struct Generations {
-    current: Map,
-    previous: Map,
+    current: HashTable<Entry>,
+    previous: HashTable<Entry>,
 }
 
 /// The known states of one limiter's keys.
@@ -122,68 +133,82 @@ impl KnownStates {
         }
     }
 
-    fn shard(&self, key: &[u8]) -> Option<MutexGuard<'_, Generations>> {
+    /// `key`'s hash and its shard, locked.
+    fn shard(&self, key: &[u8]) -> Option<(u64, MutexGuard<'_, Generations>)> {
         if self.shards.is_empty() {
             return None;
         }
-        let index = self.hasher.hash_one(key) as usize % self.shards.len();
-        // Held only for a map operation, which cannot leave it half done.
-        Some(
-            self.shards[index]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        let hash = self.hasher.hash_one(key);
+        // The table uses the low bits and the top 7; the shard takes bits
+        // from the middle, so that keys of one shard still spread evenly.
+        let index = (hash >> 32) as usize % self.shards.len();
+        // Held only for a table operation, which cannot leave it half done.
+        let shard = self.shards[index]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some((hash, shard))
     }
 
     /// Reads the known state of `key` through `read`, with its version,
     /// without copying it out.
     pub(super) fn read<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Option<(T, u64)> {
-        let shard = self.shard(key)?;
-        let known = shard.current.get(key).or_else(|| shard.previous.get(key))?;
+        let (hash, shard) = self.shard(key)?;
+        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        let known = shard
+            .current
+            .find(hash, matches)
+            .or_else(|| shard.previous.find(hash, matches))?;
         Some((read(&known.value), known.version))
     }
 
     /// Remembers `value` at `version` as the state of `key`; an entry
     /// already there is overwritten in place.
     pub(super) fn remember(&self, key: &[u8], value: &[u8], version: u64) {
-        let per_generation = self.per_generation;
-        let Some(mut shard) = self.shard(key) else {
+        let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
-        if let Some(known) = shard.current.get_mut(key) {
-            known.value.clear();
-            known.value.extend_from_slice(value);
-            known.version = version;
+        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        if let Some(known) = shard.current.find_mut(hash, matches) {
+            known.set(value, version);
             return;
         }
         // Known in the previous generation: moved to the current one.
-        let known = match shard.previous.remove(key) {
-            Some(mut known) => {
-                known.value.clear();
-                known.value.extend_from_slice(value);
-                known.version = version;
-                known
+        let entry = match shard.previous.find_entry(hash, matches) {
+            Ok(found) => {
+                let (mut entry, _) = found.remove();
+                entry.set(value, version);
+                entry
             }
-            None => Known {
+            Err(_) => Entry {
+                hash,
+                key: key.into(),
                 value: value.to_vec(),
                 version,
             },
         };
-        if shard.current.len() >= per_generation {
-            let full = std::mem::take(&mut shard.current);
-            shard.previous = full;
+        if shard.current.len() >= self.per_generation {
+            // The full generation becomes the previous one; the old
+            // previous one is emptied and reused, keeping its room, so
+            // the tables never grow again once both are full.
+            let generations = &mut *shard;
+            std::mem::swap(&mut generations.current, &mut generations.previous);
+            generations.current.clear();
         }
-        shard.current.insert(key.to_vec(), known);
+        shard.current.insert_unique(hash, entry, |entry| entry.hash);
     }
 
     /// Forgets `key`'s state: it is no longer what is stored, or may not
     /// be (a write on it failed or its outcome is unknown, or the limiter
     /// reset the key).
     pub(super) fn forget(&self, key: &[u8]) {
-        if let Some(mut shard) = self.shard(key) {
-            if shard.current.remove(key).is_none() {
-                shard.previous.remove(key);
-            }
+        let Some((hash, mut shard)) = self.shard(key) else {
+            return;
+        };
+        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        if let Ok(found) = shard.current.find_entry(hash, matches) {
+            found.remove();
+        } else if let Ok(found) = shard.previous.find_entry(hash, matches) {
+            found.remove();
         }
     }
 

@@ -43,6 +43,14 @@ use crate::error::StoreError;
 /// [`ClassicStoreBuilder::max_connections`]).
 pub const DEFAULT_MAX_CONNECTIONS: usize = 64;
 
+/// Pipelined batches in flight per memcached server at once, by default
+/// ([`MemcachedStoreBuilder::pipeline_depth`]).
+pub const DEFAULT_PIPELINE_DEPTH: usize = 4;
+
+/// The most operations one pipelined batch carries, by default
+/// ([`MemcachedStoreBuilder::pipeline_batch`]).
+pub const DEFAULT_PIPELINE_BATCH: usize = self::pipeline::DEFAULT_BATCH_OPS;
+
 /// How long past its I/O timeout an exchange whose caller stopped waiting
 /// goes on in the background by default, to read its replies and keep its
 /// connection ([`MemcachedStoreBuilder::drain_timeout`],
