@@ -175,8 +175,10 @@ def stop(proc):
 
 
 class Target:
-    def __init__(self, name, kind, command, memcached=False, check=None, script=None):
+    def __init__(self, name, kind, command, memcached=False, check=None, script=None,
+                 serve_args=()):
         self.name = name
+        self.serve_args = list(serve_args)  # ours: extra `serve` flags
         self.script = script  # for redis: the Lua script's text
         self.kind = kind  # "ours" or "redis"
         self.command = command  # the benchmark's command, with __rand_int__
@@ -245,6 +247,7 @@ class Case:
                    "--listen", f"127.0.0.1:{self.port}", "--threads", "1"]
             if t.memcached:
                 cmd += ["--servers", f"127.0.0.1:{self.mport}", "--protocol", "meta"]
+            cmd += t.serve_args
             errpath = os.path.join(self.workdir, "serve.log")
             self.server = subprocess.Popen(
                 cmd, stdout=subprocess.DEVNULL, stderr=self._log_file("serve.log"))
@@ -420,8 +423,13 @@ def targets(others, lua, lua_string):
     reduce_cmd = ["key:__rand_int__", "10", "60"]
     out = [
         Target("ours, embedded store", "ours", ["RL.REDUCE", *reduce_cmd], check=check_reduce),
+        # memcached runs -t 1: one worker thread serves every connection,
+        # so the server keeps one batch in flight, and lets it grow.
         Target("ours, memcached (meta)", "ours", ["RL.REDUCE", *reduce_cmd], memcached=True,
-               check=check_reduce),
+               check=check_reduce,
+               serve_args=["--pipeline-depth", "1", "--pipeline-batch", "1024"]),
+        Target("ours, memcached (meta), default pipeline", "ours", ["RL.REDUCE", *reduce_cmd],
+               memcached=True, check=check_reduce),
         Target("Redis + Lua, hash (EVALSHA)", "redis", ["EVALSHA", "<sha>", "1", *reduce_cmd],
                check=check_reduce, script=lua),
     ]
@@ -548,6 +556,9 @@ def report(results, ts, pipelines, args, elapsed, discarded):
           "memcached (`-t 1`) also on CPU 1 when it holds the buckets; redis-benchmark on "
           "CPU 0 (read back: " + ", ".join(sorted({
               f"{k} {v}" for r in ok for k, v in r["placement"].items()})) + ")")
+    for t in ts:
+        if t.serve_args:
+            print(f"- {t.name}: `serve {' '.join(t.serve_args)}`")
     print()
     print("| target | P1 decisions/s | P1 / Lua | P16 decisions/s | P16 / Lua "
           "| P1 per run | P16 per run |")

@@ -24,6 +24,7 @@
 
 mod cas;
 mod choice;
+mod deadline;
 mod engine;
 mod inspect;
 mod repairs;

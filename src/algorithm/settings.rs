@@ -4,9 +4,10 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
+pub(crate) use super::deadline::timeout;
+use super::deadline::WithinDeadline;
 use super::repairs::Repairs;
 use crate::clock::Clock;
 use crate::error::Error;
@@ -60,14 +61,11 @@ impl Settings {
     /// Runs `work` within the deadline; past it, the work is dropped (a
     /// request already written may still land) and the answer is
     /// [`Error::DeadlineExceeded`].
-    pub(crate) async fn within_deadline<T, E: Into<Error>>(
+    pub(crate) fn within_deadline<T, E: Into<Error>, F: Future<Output = Result<T, E>>>(
         &self,
-        work: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, Error> {
-        match timeout(self.deadline, work).await {
-            Some(outcome) => outcome.map_err(Into::into),
-            None => Err(Error::DeadlineExceeded(self.deadline)),
-        }
+        work: F,
+    ) -> WithinDeadline<F> {
+        WithinDeadline::new(self.deadline, work)
     }
 
     /// Rejects a cost that can never be decided: zero, or more than
@@ -84,29 +82,4 @@ impl Settings {
         }
         Ok(())
     }
-}
-
-/// `work`, given at most `limit` (`None` past it), as
-/// [`tokio::time::timeout`] runs it, but with the timer started only the
-/// first time the work has to wait: work that completes at once (every call
-/// to an in-process store) costs no timer and no clock read. The limit
-/// counts from that first poll, which does not wait. The timer is polled
-/// outside the task's cooperative budget, so work that spends the budget
-/// cannot keep it from firing.
-pub(crate) async fn timeout<F: Future>(limit: Duration, work: F) -> Option<F::Output> {
-    let mut work = std::pin::pin!(work);
-    let mut timer = std::pin::pin!(None);
-    std::future::poll_fn(|context| {
-        if let Poll::Ready(output) = work.as_mut().poll(context) {
-            return Poll::Ready(Some(output));
-        }
-        if timer.is_none() {
-            timer.set(Some(tokio::task::unconstrained(tokio::time::sleep(limit))));
-        }
-        match timer.as_mut().as_pin_mut().map(|timer| timer.poll(context)) {
-            Some(Poll::Ready(())) => Poll::Ready(None),
-            _ => Poll::Pending,
-        }
-    })
-    .await
 }
