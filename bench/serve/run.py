@@ -476,6 +476,9 @@ def main():
     p.add_argument("--memcached", default="memcached")
     p.add_argument("--redis-server", default="redis-server")
     p.add_argument("--redis-benchmark", default="redis-benchmark")
+    p.add_argument("--report-from", metavar="RESULTS_JSON",
+                   help="print the report of an earlier run's results.json, measuring "
+                        "nothing (the other options must match that run's)")
     args = p.parse_args()
     with open(args.lua) as f:
         args.lua = f.read()
@@ -485,6 +488,15 @@ def main():
     pipelines = [int(x) for x in args.pipelines.split(",")]
     requests = {int(k): int(v) for k, v in (x.split(":") for x in args.requests.split(","))}
     ts = targets(not args.no_others, args.lua, args.lua_string)
+    if args.report_from:
+        with open(args.report_from) as f:
+            saved = json.load(f)
+        for r in saved["results"]:
+            if "others_share" in r:  # JSON made the CPU numbers strings
+                r["others_share"] = {int(k): v for k, v in r["others_share"].items()}
+        args.out = os.path.dirname(args.report_from)
+        report(saved["results"], ts, pipelines, args, 0, len(saved["discarded"]))
+        return
     os.makedirs(args.out, exist_ok=True)
     started = time.monotonic()
 
@@ -542,7 +554,7 @@ def report(results, ts, pipelines, args, elapsed, discarded):
         vals = [f(r) for r in rs]
         return statistics.median(vals) if vals else None
 
-    lua = ts[2].name
+    lua = next(t.name for t in ts if t.kind == "redis")
     lua_med = {pl: med(of(lua, pl), lambda r: r["rps"]) for pl in pipelines}
 
     print(f"- redis-benchmark: {CLIENTS} clients, {KEYSPACE:,} random keys "
@@ -649,7 +661,10 @@ def report(results, ts, pipelines, args, elapsed, discarded):
         for r in failed:
             print(f"- FAILED: run {r['run']}, {r['target']}, P{r['pipeline']}: {r['error']}")
     print()
-    print(f"Measured in {elapsed:.0f} s; raw results in `{args.out}/results.json`.")
+    if elapsed:
+        print(f"Measured in {elapsed:.0f} s; raw results in `{args.out}/results.json`.")
+    else:
+        print(f"Reported again from `{args.out}/results.json`.")
 
 
 if __name__ == "__main__":
