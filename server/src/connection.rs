@@ -6,7 +6,6 @@
 //! store calls go out together and one store round trip serves the batch.
 //! The replies are written in the order of the commands.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -93,7 +92,8 @@ async fn answer(
 ) -> bool {
     let mut replies: Vec<(Protocol, Option<Reply>)> = Vec::with_capacity(commands.len());
     let mut lanes: Vec<Vec<(usize, Job)>> = Vec::new();
-    let mut lane_of: HashMap<(&'static str, bytes::Bytes), usize> = HashMap::new();
+    let mut lane_of: foldhash::HashMap<(&'static str, bytes::Bytes), usize> =
+        foldhash::HashMap::with_capacity_and_hasher(commands.len(), Default::default());
     let mut quit = false;
     for args in commands {
         let at = replies.len();

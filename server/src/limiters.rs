@@ -8,7 +8,6 @@
 //! [`Limiters::CAPACITY`]; past that it starts again from empty, which only
 //! costs rebuilding the limiters in use: their state is in the store.
 
-use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -57,7 +56,7 @@ pub struct Limiters {
     store: Arc<dyn Store>,
     failure: FailurePolicy,
     /// Read on every decision, written once per parameter set.
-    built: RwLock<HashMap<LimiterKey, Arc<RateLimiter>>>,
+    built: RwLock<foldhash::HashMap<LimiterKey, Arc<RateLimiter>>>,
     /// The statistics of limiters dropped when the cache started again,
     /// so that `INFO` never goes backwards.
     retired: Mutex<LimiterStats>,
@@ -72,7 +71,7 @@ impl Limiters {
         Self {
             store,
             failure,
-            built: RwLock::new(HashMap::new()),
+            built: RwLock::new(foldhash::HashMap::default()),
             retired: Mutex::new(LimiterStats::default()),
         }
     }

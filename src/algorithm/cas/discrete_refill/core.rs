@@ -50,7 +50,20 @@ impl CasCore for DiscreteRefillCore {
     }
 
     fn encode(&self, bucket: &Bucket) -> Vec<u8> {
-        format!("{TAG} {} {}", bucket.tokens, bucket.mark).into_bytes()
+        let mut out = Vec::with_capacity(TAG.len() + 2 * 21);
+        self.encode_into(bucket, &mut out);
+        out
+    }
+
+    /// `dr1 <tokens> <mark>`, decimal; `itoa` rather than `format!`, which
+    /// this runs on every write.
+    fn encode_into(&self, bucket: &Bucket, out: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        out.extend_from_slice(TAG.as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(digits.format(bucket.tokens).as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(digits.format(bucket.mark).as_bytes());
     }
 
     /// `dr1 <tokens> <mark>`, decimal, exactly; anything else is `None`.
