@@ -111,13 +111,11 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
         ("--max-bulk", args.max_bulk),
         ("--max-inline", args.max_inline),
         ("--pipeline-depth", args.pipeline_depth),
+        ("--pipeline-batch", args.pipeline_batch),
     ] {
         if value == 0 {
             return Err(format!("{flag}: must be at least 1"));
         }
-    }
-    if args.pipeline_batch < 2 {
-        return Err("--pipeline-batch: must be at least 2".to_owned());
     }
     if let Some(address) = &args.metrics {
         if address.parse::<std::net::SocketAddr>().is_err() {

@@ -195,6 +195,15 @@ impl Combiner {
         self.queues.lock().len()
     }
 
+    /// Lets go of `key` with no one to decide its queued requests: their
+    /// channels are dropped, so they fail at once instead of waiting out
+    /// their deadlines, and the next request claims the key afresh.
+    fn abandon(&self, key: &[u8]) {
+        let abandoned = self.queues.lock().remove(key);
+        // Dropped outside the lock: dropping a sender wakes its receiver.
+        drop(abandoned);
+    }
+
     /// The next group for `key`: up to [`MAX_GROUP`] queued requests, in
     /// arrival order. With none queued, the key is let go, under the same
     /// lock, so a request arriving next starts a new task.
@@ -328,11 +337,8 @@ impl<D: Decider> Drop for HandOff<'_, D> {
                 }));
             }
             Err(_) => {
-                let abandoned = map.remove(self.key);
                 drop(map);
-                // Dropped outside the lock: dropping a sender wakes its
-                // receiver.
-                drop(abandoned);
+                self.decider.combiner().abandon(self.key);
             }
         }
     }
@@ -384,10 +390,7 @@ struct Claimed<D: Decider> {
 impl<D: Decider> Drop for Claimed<D> {
     fn drop(&mut self) {
         if self.armed {
-            let abandoned = self.decider.combiner().queues.lock().remove(&self.key);
-            // Dropped outside the lock: dropping a sender wakes its
-            // receiver.
-            drop(abandoned);
+            self.decider.combiner().abandon(&self.key);
         }
     }
 }

@@ -61,7 +61,7 @@ pub(crate) struct Step<S> {
 /// `'static` and a `Send` state because groups are decided on a spawned
 /// task (see the module documentation).
 pub(crate) trait CasCore: Send + Sync + fmt::Debug + 'static {
-    type State: Send;
+    type State: Send + Clone + fmt::Debug;
 
     /// The most cost units one request may ask for.
     fn capacity(&self) -> u64;

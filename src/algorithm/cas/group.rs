@@ -64,16 +64,18 @@ impl<C: CasCore> Engine<C> {
                 // same, so the next read does not find the garbage again.
                 ttl = decided.first().map(|(decision, _)| decision.reset_after());
             }
-            let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
-                // Nothing changed: nothing to write, nothing to lose. What
-                // was read is still what is stored.
-                if let Some(stored) = current.filter(|_| !repaired) {
-                    self.known.remember(key, &stored.value, stored.version);
+            let (ttl, last) = match (ttl, state) {
+                (Some(ttl), Some(last)) => (ttl, last),
+                (_, state) => {
+                    // Nothing changed: nothing to write, nothing to lose.
+                    // What was read is still what is stored.
+                    if let (Some(stored), Some(state), false) = (current, state, repaired) {
+                        self.known.remember(key, state, stored.version);
+                    }
+                    return Ok(self.combined(decided));
                 }
-                return Ok(self.combined(decided));
             };
-            let value = self.core.encode(last);
-            if self.write(key, value, ttl, condition).await? {
+            if self.write(key, last, ttl, condition).await? {
                 return Ok(self.combined(decided));
             }
             self.counters.bump(CONFLICTS);
@@ -117,26 +119,19 @@ impl<C: CasCore> Engine<C> {
         if !self.known.worth_trying() {
             return Ok(None);
         }
-        let Some((Some(mut state), version)) =
-            self.known.read(key, |value| self.core.decode(value))
-        else {
+        let Some((mut state, version)) = self.known.read(key) else {
             return Ok(None);
         };
         if self.core.repair(&mut state, first.ask.now, self.skew) {
             return Ok(None);
         }
         let (state, ttl, decided) = self.apply(Some(state), group);
-        let (Some(ttl), Some(last)) = (ttl, state.as_ref()) else {
+        let (Some(ttl), Some(last)) = (ttl, state) else {
             return Ok(None);
         };
         self.counters.bump(KNOWN);
         let stored = self
-            .write(
-                key,
-                self.core.encode(last),
-                ttl,
-                PutCondition::Version(version),
-            )
+            .write(key, last, ttl, PutCondition::Version(version))
             .await?;
         self.known.tried(!stored);
         if stored {
@@ -146,25 +141,26 @@ impl<C: CasCore> Engine<C> {
         Ok(None)
     }
 
-    /// Writes `value`, an encoded state, at `key` with a lifetime of `ttl`
-    /// (plus the slack) if `condition` holds; true when it wrote. The known
-    /// state follows what is stored: the state written with its new
-    /// version, or nothing when the write did not go through, its outcome
-    /// is unknown, or the store told no version.
+    /// Writes `state` at `key` with a lifetime of `ttl` (plus the slack)
+    /// if `condition` holds; true when it wrote. The known state follows
+    /// what is stored: the state written with its new version, or nothing
+    /// when the write did not go through, its outcome is unknown, or the
+    /// store told no version.
     async fn write(
         &self,
         key: &[u8],
-        value: Vec<u8>,
+        state: C::State,
         ttl: Duration,
         condition: PutCondition,
     ) -> Result<bool, Failure> {
+        let value = self.core.encode(&state);
         let written = self
             .store()
             .put_versioned(key, &value, ttl + self.slack, condition)
             .await;
         match written {
             Ok((PutOutcome::Stored, Some(version))) => {
-                self.known.remember(key, &value, version);
+                self.known.remember(key, state, version);
                 Ok(true)
             }
             Ok((outcome, _)) => {

@@ -55,35 +55,37 @@ const RECENT_TRIES: u32 = 64;
 /// tried on a known state.
 const PROBE_EVERY: u32 = 16;
 
-/// A key's state as stored, the version it was stored at, and the key's
+/// A key's state, decoded, the version it was stored at, and the key's
 /// hash, kept so that the key is hashed once per call and never again when
-/// its table grows.
+/// its table grows. The state is kept as the algorithm holds it, not as
+/// stored: the next decision uses it without decoding it again.
 #[derive(Debug)]
-struct Entry {
+struct Entry<S> {
     hash: u64,
     key: Box<[u8]>,
-    value: Vec<u8>,
+    state: S,
     version: u64,
 }
 
-impl Entry {
-    fn set(&mut self, value: &[u8], version: u64) {
-        self.value.clear();
-        self.value.extend_from_slice(value);
-        self.version = version;
-    }
+#[derive(Debug)]
+struct Generations<S> {
+    current: HashTable<Entry<S>>,
+    previous: HashTable<Entry<S>>,
 }
 
-#[derive(Debug, Default)]
-struct Generations {
-    current: HashTable<Entry>,
-    previous: HashTable<Entry>,
+impl<S> Default for Generations<S> {
+    fn default() -> Self {
+        Self {
+            current: HashTable::new(),
+            previous: HashTable::new(),
+        }
+    }
 }
 
 /// The known states of one limiter's keys.
 #[derive(Debug)]
-pub(super) struct KnownStates {
-    shards: Box<[Mutex<Generations>]>,
+pub(super) struct KnownStates<S> {
+    shards: Box<[Mutex<Generations<S>>]>,
     /// The most keys one generation of one shard holds.
     per_generation: usize,
     hasher: KeyHasher,
@@ -94,7 +96,7 @@ pub(super) struct KnownStates {
     skipped: AtomicU32,
 }
 
-impl KnownStates {
+impl<S: Clone> KnownStates<S> {
     /// Room for about `capacity` keys; 0 keeps none (every decision
     /// reads).
     pub(super) fn new(capacity: usize) -> Self {
@@ -134,7 +136,7 @@ impl KnownStates {
     }
 
     /// `key`'s hash and its shard, locked.
-    fn shard(&self, key: &[u8]) -> Option<(u64, MutexGuard<'_, Generations>)> {
+    fn shard(&self, key: &[u8]) -> Option<(u64, MutexGuard<'_, Generations<S>>)> {
         if self.shards.is_empty() {
             return None;
         }
@@ -149,42 +151,39 @@ impl KnownStates {
         Some((hash, shard))
     }
 
-    /// Reads the known state of `key` through `read`, with its version,
-    /// without copying it out.
-    pub(super) fn read<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Option<(T, u64)> {
+    /// The known state of `key`, with its version.
+    pub(super) fn read(&self, key: &[u8]) -> Option<(S, u64)> {
         let (hash, shard) = self.shard(key)?;
-        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        let matches = |entry: &Entry<S>| entry.hash == hash && *entry.key == *key;
         let known = shard
             .current
             .find(hash, matches)
             .or_else(|| shard.previous.find(hash, matches))?;
-        Some((read(&known.value), known.version))
+        Some((known.state.clone(), known.version))
     }
 
-    /// Remembers `value` at `version` as the state of `key`; an entry
-    /// already there is overwritten in place.
-    pub(super) fn remember(&self, key: &[u8], value: &[u8], version: u64) {
+    /// Remembers `state`, stored at `version`, as the state of `key`; an
+    /// entry already there is overwritten in place.
+    pub(super) fn remember(&self, key: &[u8], state: S, version: u64) {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
-        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        let matches = |entry: &Entry<S>| entry.hash == hash && *entry.key == *key;
         if let Some(known) = shard.current.find_mut(hash, matches) {
-            known.set(value, version);
+            known.state = state;
+            known.version = version;
             return;
         }
         // Known in the previous generation: moved to the current one.
-        let entry = match shard.previous.find_entry(hash, matches) {
-            Ok(found) => {
-                let (mut entry, _) = found.remove();
-                entry.set(value, version);
-                entry
-            }
-            Err(_) => Entry {
-                hash,
-                key: key.into(),
-                value: value.to_vec(),
-                version,
-            },
+        let key = match shard.previous.find_entry(hash, matches) {
+            Ok(found) => found.remove().0.key,
+            Err(_) => key.into(),
+        };
+        let entry = Entry {
+            hash,
+            key,
+            state,
+            version,
         };
         if shard.current.len() >= self.per_generation {
             // The full generation becomes the previous one; the old
@@ -204,7 +203,7 @@ impl KnownStates {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
-        let matches = |entry: &Entry| entry.hash == hash && *entry.key == *key;
+        let matches = |entry: &Entry<S>| entry.hash == hash && *entry.key == *key;
         if let Ok(found) = shard.current.find_entry(hash, matches) {
             found.remove();
         } else if let Ok(found) = shard.previous.find_entry(hash, matches) {
@@ -229,16 +228,16 @@ impl KnownStates {
 mod tests {
     use super::*;
 
-    fn read(states: &KnownStates, key: &[u8]) -> Option<(Vec<u8>, u64)> {
-        states.read(key, <[u8]>::to_vec)
+    fn read(states: &KnownStates<Vec<u8>>, key: &[u8]) -> Option<(Vec<u8>, u64)> {
+        states.read(key)
     }
 
     #[test]
     fn the_last_state_remembered_is_known_until_forgotten() {
         let states = KnownStates::new(1_000);
         assert_eq!(read(&states, b"k"), None);
-        states.remember(b"k", b"one", 1);
-        states.remember(b"k", b"two", 2);
+        states.remember(b"k", b"one".to_vec(), 1);
+        states.remember(b"k", b"two".to_vec(), 2);
         assert_eq!(read(&states, b"k"), Some((b"two".to_vec(), 2)));
         states.forget(b"k");
         assert_eq!(read(&states, b"k"), None);
@@ -246,7 +245,7 @@ mod tests {
 
     #[test]
     fn known_states_are_tried_while_most_are_fresh() {
-        let states = KnownStates::new(1_000);
+        let states = KnownStates::<Vec<u8>>::new(1_000);
         for _ in 0..1_000 {
             assert!(states.worth_trying());
             states.tried(false);
@@ -267,7 +266,7 @@ mod tests {
     #[test]
     fn a_capacity_of_zero_knows_nothing() {
         let states = KnownStates::new(0);
-        states.remember(b"k", b"one", 1);
+        states.remember(b"k", b"one".to_vec(), 1);
         assert_eq!(read(&states, b"k"), None);
     }
 
@@ -276,7 +275,7 @@ mod tests {
         let capacity = 3_200;
         let states = KnownStates::new(capacity);
         for i in 0..100_000u64 {
-            states.remember(format!("key{i}").as_bytes(), &i.to_be_bytes(), i);
+            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i);
             assert!(states.len() <= capacity + SHARDS, "{} at {i}", states.len());
         }
         // The most recent keys fill at least one generation of each shard.
@@ -296,7 +295,7 @@ mod tests {
         // current generation, so its first key is in the previous one.
         let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("k{i}").into_bytes()).collect();
         for (i, key) in keys.iter().enumerate() {
-            states.remember(key, b"v", i as u64);
+            states.remember(key, b"v".to_vec(), i as u64);
         }
         let known: Vec<&Vec<u8>> = keys
             .iter()
@@ -304,7 +303,7 @@ mod tests {
             .collect();
         assert!(!known.is_empty());
         for key in &known {
-            states.remember(key, b"w", 7);
+            states.remember(key, b"w".to_vec(), 7);
             assert_eq!(read(&states, key), Some((b"w".to_vec(), 7)));
         }
     }

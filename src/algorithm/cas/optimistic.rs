@@ -40,7 +40,7 @@ use crate::store::{ImmediateStore, Store};
 
 /// Everything a group's task needs, shared with the limiter.
 #[derive(Debug)]
-pub(super) struct Engine<C> {
+pub(super) struct Engine<C: CasCore> {
     pub(super) store: Arc<dyn Store>,
     pub(super) core: Arc<C>,
     pub(super) policy: CasPolicy,
@@ -58,12 +58,12 @@ pub(super) struct Engine<C> {
     pub(super) counters: Counters,
     pub(super) combiner: Combiner,
     /// The states this limiter last saw, to skip reads.
-    pub(super) known: KnownStates,
+    pub(super) known: KnownStates<C::State>,
 }
 
 /// A limiter running a [`CasCore`] through the optimistic loop.
 #[derive(Debug)]
-pub(crate) struct CasLimiter<C> {
+pub(crate) struct CasLimiter<C: CasCore> {
     pub(crate) settings: Settings,
     pub(crate) core: Arc<C>,
     pub(super) engine: Arc<Engine<C>>,

@@ -141,8 +141,7 @@ impl MemcachedStoreBuilder {
     }
 
     /// With pipelining, the most operations one batch carries (default
-    /// 128), from at most half as many calls; a call with more operations
-    /// still goes out, alone. Bigger batches cost memcached and this
+    /// 128); a call with more operations still goes out, alone. Bigger batches cost memcached and this
     /// process fewer system calls and context switches per operation, and
     /// make the calls queued for them wait longer.
     ///
@@ -217,13 +216,13 @@ impl MemcachedStoreBuilder {
         if self.max_connections == 0 {
             return Err(config("max_connections must be at least 1".into()));
         }
-        if self.pipeline_depth == 0 {
-            return Err(config("pipeline_depth must be at least 1".into()));
-        }
-        if self.pipeline_batch < 2 {
-            return Err(config(
-                "pipeline_batch must be at least 2 (operations, from half as many calls)".into(),
-            ));
+        for (name, value) in [
+            ("pipeline_depth", self.pipeline_depth),
+            ("pipeline_batch", self.pipeline_batch),
+        ] {
+            if value == 0 {
+                return Err(config(format!("{name} must be at least 1")));
+            }
         }
         let mut seen = std::collections::HashSet::new();
         for server in &self.servers {

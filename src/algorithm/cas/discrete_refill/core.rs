@@ -68,7 +68,10 @@ impl CasCore for DiscreteRefillCore {
 
     /// `dr1 <tokens> <mark>`, decimal, exactly; anything else is `None`.
     fn decode(&self, bytes: &[u8]) -> Option<Bucket> {
-        decode_as_written(bytes).or_else(|| decode_text(bytes))
+        let mut words = words(bytes, TAG)?;
+        let tokens = words.next()?.parse().ok()?;
+        let mark = words.next()?.parse().ok()?;
+        words.next().is_none().then_some(Bucket { tokens, mark })
     }
 
     fn repair(&self, bucket: &mut Bucket, now: i64, skew: i64) -> bool {
@@ -100,41 +103,4 @@ impl CasCore for DiscreteRefillCore {
             write,
         }
     }
-}
-
-/// A stored bucket, read as text: `dr1 <tokens> <mark>` between optional
-/// whitespace, each number as Rust's integer parsing reads it; anything
-/// else is `None`.
-pub(super) fn decode_text(bytes: &[u8]) -> Option<Bucket> {
-    let mut words = words(bytes, TAG)?;
-    let tokens = words.next()?.parse().ok()?;
-    let mark = words.next()?.parse().ok()?;
-    words.next().is_none().then_some(Bucket { tokens, mark })
-}
-
-/// A stored bucket exactly as [`encode_into`](CasCore::encode_into)
-/// writes it (`dr1 `, digits, a space, an optional `-` and digits), read
-/// byte by byte: every decision reads one. `None` for anything else,
-/// which [`decode_text`] then reads; where both read, they agree.
-fn decode_as_written(bytes: &[u8]) -> Option<Bucket> {
-    let rest = bytes.strip_prefix(TAG.as_bytes())?.strip_prefix(b" ")?;
-    let space = rest.iter().position(|&byte| byte == b' ')?;
-    let tokens = decimal(&rest[..space])?;
-    let mark = &rest[space + 1..];
-    let mark = match mark.strip_prefix(b"-") {
-        Some(digits) => 0i64.checked_sub_unsigned(decimal(digits)?)?,
-        None => i64::try_from(decimal(mark)?).ok()?,
-    };
-    Some(Bucket { tokens, mark })
-}
-
-/// ASCII digits only, at least one, within `u64`.
-fn decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |value, &byte| {
-        let digit = byte.checked_sub(b'0').filter(|digit| *digit < 10)?;
-        value.checked_mul(10)?.checked_add(u64::from(digit))
-    })
 }

@@ -303,65 +303,13 @@ fn a_denial_that_changes_nothing_writes_nothing() {
     );
 }
 
-mod decoding {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Every bucket this core writes reads back as itself.
-        #[test]
-        fn a_written_bucket_reads_back(tokens in any::<u64>(), mark in any::<i64>()) {
-            let core = core("10/minute", 10, false);
-            let bucket = Bucket { tokens, mark };
-            prop_assert_eq!(core.decode(&core.encode(&bucket)), Some(bucket));
-        }
-
-        /// The byte-by-byte reading of the usual form never disagrees
-        /// with the text reading, on near-misses of every kind.
-        #[test]
-        fn both_readings_agree(text in "[ ]?(dr1|dr2|DR1|dr)?[ ]{0,2}[-+]?[0-9]{0,21}[ ]{0,2}[-+]?[0-9]{0,21}[ x]?") {
-            let core = core("10/minute", 10, false);
-            prop_assert_eq!(core.decode(text.as_bytes()), decode_text(text.as_bytes()));
-        }
-
-        #[test]
-        fn both_readings_agree_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
-            let core = core("10/minute", 10, false);
-            prop_assert_eq!(core.decode(&bytes), decode_text(&bytes));
-        }
-    }
-
-    #[test]
-    fn the_edges_of_both_numbers() {
-        let core = core("10/minute", 10, false);
-        for text in [
-            "dr1 0 0",
-            "dr1 18446744073709551615 9223372036854775807",
-            "dr1 1 -9223372036854775808",
-            "dr1 18446744073709551616 0",
-            "dr1 1 9223372036854775808",
-            "dr1 1 -9223372036854775809",
-            "dr1 007 -0",
-            "dr1 +1 2",
-            " dr1 1 2 ",
-            "dr1 1  2",
-            "dr1 1 2 3",
-            "dr1 1",
-            "dr1  1 2",
-            "dr1 1 -",
-        ] {
-            assert_eq!(
-                core.decode(text.as_bytes()),
-                decode_text(text.as_bytes()),
-                "{text:?}"
-            );
-        }
-        assert_eq!(
-            core.decode(b"dr1 1 -9223372036854775808"),
-            Some(Bucket {
-                tokens: 1,
-                mark: i64::MIN
-            })
-        );
-    }
+/// Every bucket this core writes reads back as itself: the known states
+/// keep the bucket as decided, and a fresh read must find the same one.
+#[test]
+fn a_written_bucket_reads_back() {
+    let core = core("10/minute", 10, false);
+    proptest::proptest!(|(tokens in proptest::prelude::any::<u64>(), mark in proptest::prelude::any::<i64>())| {
+        let bucket = Bucket { tokens, mark };
+        proptest::prop_assert_eq!(core.decode(&core.encode(&bucket)), Some(bucket));
+    });
 }

@@ -12,8 +12,8 @@
 //!   direct call is one uncontended lock, no task hop and no timer.
 //! - A call that finds every slot busy queues its job and waits. When a
 //!   batch finishes, its slot is not given back while jobs wait: the queue
-//!   (up to the batch caps: [`DEFAULT_BATCH_OPS`] operations from half as
-//!   many jobs, unless the builder says otherwise) goes out as the
+//!   (up to the batch's cap on operations, [`DEFAULT_BATCH_OPS`] unless the
+//!   builder says otherwise) goes out as the
 //!   next batch, on a spawned task that keeps going until the queue is
 //!   empty. So while `depth` batches are on the wire the calls arriving
 //!   meanwhile pile up into the next one; that is where coalescing comes
@@ -66,31 +66,12 @@ use super::errors::to_store_error;
 use crate::error::{StoreError, StoreErrorKind};
 
 /// The most operations one batch carries by default (a bigger job goes out
-/// alone), from at most half as many jobs. With 64 sliding-window
+/// alone). With 64 sliding-window
 /// decisions of about 4 operations each in flight, 128 gave about twice
 /// the decisions/s of 2,048 (see `bench/`); where memcached shares a CPU
 /// with its client, bigger batches pay (see
 /// [`MemcachedStoreBuilder::pipeline_batch`](super::MemcachedStoreBuilder::pipeline_batch)).
 pub(crate) const DEFAULT_BATCH_OPS: usize = 128;
-
-/// The caps on one batch: operations, and jobs (calls).
-#[derive(Debug, Clone, Copy)]
-struct Caps {
-    ops: usize,
-    jobs: usize,
-}
-
-impl Caps {
-    /// At most `ops` operations (at least 1), from at most `ops / 2` jobs
-    /// (at least 1).
-    fn new(ops: usize) -> Self {
-        let ops = ops.max(1);
-        Self {
-            ops,
-            jobs: (ops / 2).max(1),
-        }
-    }
-}
 
 /// One job's results: one per operation, in order. The outer error means
 /// nothing of the job was sent.
@@ -111,12 +92,13 @@ struct Lane {
 }
 
 impl Lane {
-    /// The next batch: queued jobs in order, up to the caps, at least one.
-    fn take_batch(&mut self, caps: Caps) -> Vec<Job> {
+    /// The next batch: queued jobs in order, up to `max_ops` operations,
+    /// at least one job.
+    fn take_batch(&mut self, max_ops: usize) -> Vec<Job> {
         let mut jobs = Vec::new();
         let mut ops = 0;
         while let Some(job) = self.queue.front() {
-            if !jobs.is_empty() && (jobs.len() == caps.jobs || ops + job.ops.len() > caps.ops) {
+            if !jobs.is_empty() && ops + job.ops.len() > max_ops {
                 break;
             }
             ops += job.ops.len();
@@ -131,7 +113,8 @@ struct Inner {
     servers: Vec<String>,
     lanes: Box<[Mutex<Lane>]>,
     depth: usize,
-    caps: Caps,
+    /// The most operations per batch.
+    max_ops: usize,
     stats: Stats,
 }
 
@@ -144,8 +127,7 @@ pub(crate) struct Pipeline {
 impl Pipeline {
     /// A pipeline over `client`, whose servers are `servers` in the
     /// client's order, with up to `depth` (at least 1) batches in flight
-    /// per server, each of at most `batch_ops` operations (at least 1)
-    /// from at most half as many calls.
+    /// per server, each of at most `batch_ops` operations (at least 1).
     pub(crate) fn new(
         client: AsyncMetaClient,
         servers: Vec<String>,
@@ -159,7 +141,7 @@ impl Pipeline {
                 servers,
                 lanes,
                 depth: depth.max(1),
-                caps: Caps::new(batch_ops),
+                max_ops: batch_ops.max(1),
                 stats: Stats::default(),
             }),
         }
@@ -309,7 +291,7 @@ impl Inner {
             state.in_flight -= 1;
             None
         } else {
-            Some(state.take_batch(self.caps))
+            Some(state.take_batch(self.max_ops))
         }
     }
 
@@ -331,7 +313,7 @@ impl Inner {
         };
         match runtime {
             Some(runtime) => {
-                let jobs = state.take_batch(self.caps);
+                let jobs = state.take_batch(self.max_ops);
                 drop(state);
                 let slot = Slot::pending(Arc::clone(self), lane, jobs);
                 // On a runtime that is shutting down the task is dropped
@@ -375,54 +357,36 @@ mod tests {
     }
 
     #[test]
-    fn batches_respect_both_caps_and_always_take_one() {
-        let caps = Caps::new(DEFAULT_BATCH_OPS);
-        assert_eq!((caps.ops, caps.jobs), (128, 64));
+    fn batches_respect_the_cap_and_always_take_one() {
         let mut lane = Lane::default();
         let mut answers = Vec::new();
-        for _ in 0..caps.jobs + 10 {
+        for _ in 0..DEFAULT_BATCH_OPS + 10 {
             let (job, answer) = job(1);
             lane.queue.push_back(job);
             answers.push(answer);
         }
-        assert_eq!(lane.take_batch(caps).len(), caps.jobs);
-        assert_eq!(lane.take_batch(caps).len(), 10);
+        assert_eq!(lane.take_batch(DEFAULT_BATCH_OPS).len(), DEFAULT_BATCH_OPS);
+        assert_eq!(lane.take_batch(DEFAULT_BATCH_OPS).len(), 10);
         assert!(lane.queue.is_empty());
 
-        for ops in [caps.ops + 5, caps.ops / 2, caps.ops / 2, 1] {
+        let cap = DEFAULT_BATCH_OPS;
+        for ops in [cap + 5, cap / 2, cap / 2, 1] {
             let (job, answer) = job(ops);
             lane.queue.push_back(job);
             answers.push(answer);
         }
         // Too big for the cap on its own: it still goes, alone.
-        assert_eq!(lane.take_batch(caps).len(), 1);
-        assert_eq!(lane.take_batch(caps).len(), 2);
-        assert_eq!(lane.take_batch(caps).len(), 1);
-    }
-
-    #[test]
-    fn the_caps_follow_the_batch_setting() {
-        let big = Caps::new(1_024);
-        assert_eq!((big.ops, big.jobs), (1_024, 512));
-        let mut lane = Lane::default();
-        let mut answers = Vec::new();
-        for _ in 0..600 {
-            let (job, answer) = job(1);
-            lane.queue.push_back(job);
-            answers.push(answer);
-        }
-        assert_eq!(lane.take_batch(big).len(), 512);
-        assert_eq!(lane.take_batch(big).len(), 88);
-        // The smallest setting still makes progress, one job at a time.
-        let one = Caps::new(0);
-        assert_eq!((one.ops, one.jobs), (1, 1));
+        assert_eq!(lane.take_batch(cap).len(), 1);
+        assert_eq!(lane.take_batch(cap).len(), 2);
+        assert_eq!(lane.take_batch(cap).len(), 1);
+        // The smallest cap still makes progress, one job at a time.
         for ops in [3, 1] {
             let (job, answer) = job(ops);
             lane.queue.push_back(job);
             answers.push(answer);
         }
-        assert_eq!(lane.take_batch(one).len(), 1);
-        assert_eq!(lane.take_batch(one).len(), 1);
+        assert_eq!(lane.take_batch(1).len(), 1);
+        assert_eq!(lane.take_batch(1).len(), 1);
     }
 
     #[test]
