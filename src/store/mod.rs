@@ -227,19 +227,24 @@ pub(crate) fn check_value(value: &[u8]) -> Result<(), StoreError> {
 /// Parses a stored counter: decimal digits, possibly padded with spaces, as
 /// memcached leaves them after a decrement.
 pub(crate) fn parse_counter(key: &[u8], bytes: &[u8]) -> Result<u64, StoreError> {
+    counter_digits(bytes).ok_or_else(|| {
+        StoreError::new(
+            crate::store::StoreErrorKind::NotACounter,
+            format!(
+                "{} holds {:?}, not a counter",
+                String::from_utf8_lossy(key),
+                String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
+            ),
+        )
+    })
+}
+
+/// A stored counter's number, if `bytes` are one: decimal digits, possibly
+/// padded with spaces.
+pub(crate) fn counter_digits(bytes: &[u8]) -> Option<u64> {
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|text| text.trim().parse::<u64>().ok())
-        .ok_or_else(|| {
-            StoreError::new(
-                crate::store::StoreErrorKind::NotACounter,
-                format!(
-                    "{} holds {:?}, not a counter",
-                    String::from_utf8_lossy(key),
-                    String::from_utf8_lossy(&bytes[..bytes.len().min(40)])
-                ),
-            )
-        })
 }
 
 /// A shared store is a store, so decorators such as [`CountingStore`] can

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::pool::Pools;
 use memcache::exp::AsyncMetaClient;
-use tokio::sync::Semaphore;
 
 use super::classic::ClassicStore;
 use super::meta::MetaStore;
@@ -233,16 +233,15 @@ impl MemcachedStoreBuilder {
         Ok(())
     }
 
-    /// The meta-protocol backend: the `memcache` client, and the pipeline
-    /// over it.
+    /// The meta-protocol backend: the connection pools, the pipeline over
+    /// them, and the `memcache` client for the health check.
     async fn meta(&self) -> Result<MetaStore, StoreError> {
+        let exchange_bound = self.io_timeout.saturating_add(self.drain_timeout);
         let client = AsyncMetaClient::builder()
             .router(ClientRouter)
             .connect_timeout(Some(self.connect_timeout))
-            // The client bounds the whole exchange, detached or not; the
-            // store bounds how long its caller waits.
-            .io_timeout(Some(self.io_timeout.saturating_add(self.drain_timeout)))
-            .max_idle(self.max_idle)
+            .io_timeout(Some(exchange_bound))
+            .max_idle(1)
             .max_connections(Some(self.max_connections))
             .connect_multiple_async(self.servers.iter().map(String::as_str))
             .await
@@ -253,25 +252,29 @@ impl MemcachedStoreBuilder {
                 )
                 .caused_by(error)
             })?;
+        let pools = Arc::new(Pools::new(
+            &self.servers,
+            self.max_connections,
+            self.max_idle,
+            self.connect_timeout,
+        ));
         let pipeline = self.pipelining.then(|| {
             let depth = self.pipeline_depth.min(self.max_connections);
             Pipeline::new(
-                client.clone(),
+                Arc::clone(&pools),
                 self.servers.clone(),
+                exchange_bound,
                 depth,
                 self.pipeline_batch,
             )
         });
         Ok(MetaStore {
             client,
-            servers: self.servers.clone(),
+            servers: self.servers.clone().into(),
+            pools,
             pipeline,
             io_timeout: self.io_timeout,
-            connect_timeout: self.connect_timeout,
-            max_connections: self.max_connections,
-            slots: (0..self.servers.len())
-                .map(|_| Arc::new(Semaphore::new(self.max_connections)))
-                .collect(),
+            exchange_bound,
         })
     }
 }

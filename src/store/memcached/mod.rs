@@ -11,10 +11,12 @@
 
 mod builder;
 pub(crate) mod classic;
+mod connection;
 mod detach;
 mod errors;
 mod meta;
 mod pipeline;
+mod pool;
 mod protocol;
 mod router;
 mod slots;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::pool::Pools;
 use super::ClassicStore;
 use crate::error::{StoreError, StoreErrorKind};
+use crate::store::memcached::pool::Pools;
 use crate::store::memcached::wire::is_host_port;
 use crate::store::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
 

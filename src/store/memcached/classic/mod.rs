@@ -1,8 +1,6 @@
 //! [`ClassicStore`]: memcached over the classic text protocol.
 
 mod builder;
-mod connection;
-mod pool;
 mod reply;
 mod store;
 
@@ -14,10 +12,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use self::connection::{protocol, Connection};
-use self::pool::{Checkout, Pools};
 use self::store::get_command;
+use super::connection::{protocol, Connection};
 use super::detach::detached;
+use super::pool::{Checkout, Pools};
 use super::router::ClientRouter;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::parse_counter;

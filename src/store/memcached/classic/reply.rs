@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::connection::{protocol, Connection};
 use crate::error::{StoreError, StoreErrorKind};
+use crate::store::memcached::connection::{protocol, Connection};
 
 /// Appends `parts` separated by spaces and ended by `\r\n`.
 pub(super) fn command(request: &mut Vec<u8>, parts: &[&[u8]]) {

@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::connection::protocol;
 use super::{reply, ClassicStore};
 use crate::error::StoreError;
+use crate::store::memcached::connection::protocol;
 use crate::store::memcached::wire::wire_ttl;
 use crate::store::{
     check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store,

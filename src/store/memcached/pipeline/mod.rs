@@ -21,23 +21,24 @@
 //!
 //! A job's operations stay contiguous and in order within a batch, so an
 //! increment is still read back by the reads that follow it. Results are
-//! attributed per operation by the `memcache` crate (a written operation
-//! that was not answered is ambiguous), so a batch failing part way gives
-//! each job exactly its own operations' errors. Nothing is retried.
+//! attributed per operation (see [`exchange`](super::meta::exchange): a
+//! written operation that was not answered is ambiguous), so a batch
+//! failing part way gives each job exactly its own operations' errors.
+//! Nothing is retried.
 //!
 //! One cost of sharing: when memcached answers an operation with an error
 //! line (`CLIENT_ERROR`, such as an increment of a value that is not a
-//! number, or `SERVER_ERROR`, such as out of memory), the `memcache` client
-//! stops reading the batch there and drops the connection, although
-//! memcached goes on executing the rest. The jobs batched after it then
-//! fail too, ambiguous if they write; their error says so rather than
-//! repeating the other job's. The limiters' own keys never hold
-//! non-numbers, so this takes a corrupted key or a server in trouble.
+//! number, or `SERVER_ERROR`, such as out of memory), reading the batch
+//! stops there and its connection is closed, although memcached goes on
+//! executing the rest. The jobs batched after it then fail too, ambiguous
+//! if they write; their error says so rather than repeating the other
+//! job's. The limiters' own keys never hold non-numbers, so this takes a
+//! corrupted key or a server in trouble.
 //!
 //! A caller that stops waiting (a limiter deadline drops its future) never
 //! costs a connection: a queued job whose caller has gone is never sent,
 //! and a batch already sent goes on until its replies are read (within the
-//! client's I/O timeout), whether it runs on a spawned task or in the
+//! exchange's bound), whether it runs on a spawned task or in the
 //! future of a call that took a free slot (then it is
 //! [`detached`](super::detach)). Its connection then goes back to the
 //! pool, so against a server that hangs a lane holds at most `depth`
@@ -47,22 +48,22 @@
 //! hands them work; like the pooled connections, a store is meant to be
 //! used from one runtime.
 
-mod replies;
 mod slot;
 mod stats;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use memcache::exp::{AsyncMetaClient, Error as McError, Op, OpResult};
 use tokio::sync::oneshot;
 
-use self::replies::{is_error_reply, unread};
 use self::slot::{InlineSlot, Slot};
 pub use self::stats::PipelineStats;
 use self::stats::Stats;
 use super::detach::detached;
-use super::errors::to_store_error;
+use super::meta::exchange::{checkout, exchange, Answers};
+use super::meta::request::Request;
+use super::pool::Pools;
 use crate::error::{StoreError, StoreErrorKind};
 
 /// The most operations one batch carries by default (a bigger job goes out
@@ -75,10 +76,10 @@ pub(crate) const DEFAULT_BATCH_OPS: usize = 128;
 
 /// One job's results: one per operation, in order. The outer error means
 /// nothing of the job was sent.
-pub(crate) type JobResults = Result<Vec<Result<OpResult, McError>>, StoreError>;
+pub(crate) type JobResults = Result<Answers, StoreError>;
 
 struct Job {
-    ops: Vec<Op>,
+    request: Request,
     reply: oneshot::Sender<JobResults>,
 }
 
@@ -98,10 +99,10 @@ impl Lane {
         let mut jobs = Vec::new();
         let mut ops = 0;
         while let Some(job) = self.queue.front() {
-            if !jobs.is_empty() && ops + job.ops.len() > max_ops {
+            if !jobs.is_empty() && ops + job.request.len() > max_ops {
                 break;
             }
-            ops += job.ops.len();
+            ops += job.request.len();
             jobs.extend(self.queue.pop_front());
         }
         jobs
@@ -109,8 +110,10 @@ impl Lane {
 }
 
 struct Inner {
-    client: AsyncMetaClient,
+    pools: Arc<Pools>,
     servers: Vec<String>,
+    /// How long one batch's exchange may take, its replies included.
+    bound: Duration,
     lanes: Box<[Mutex<Lane>]>,
     depth: usize,
     /// The most operations per batch.
@@ -125,20 +128,23 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline over `client`, whose servers are `servers` in the
-    /// client's order, with up to `depth` (at least 1) batches in flight
-    /// per server, each of at most `batch_ops` operations (at least 1).
+    /// A pipeline over the connections of `pools`, to `servers` in the
+    /// same order, with up to `depth` (at least 1) batches in flight per
+    /// server, each of at most `batch_ops` operations (at least 1) and
+    /// taking at most `bound`.
     pub(crate) fn new(
-        client: AsyncMetaClient,
+        pools: Arc<Pools>,
         servers: Vec<String>,
+        bound: Duration,
         depth: usize,
         batch_ops: usize,
     ) -> Self {
         let lanes = servers.iter().map(|_| Mutex::default()).collect();
         Self {
             inner: Arc::new(Inner {
-                client,
+                pools,
                 servers,
+                bound,
                 lanes,
                 depth: depth.max(1),
                 max_ops: batch_ops.max(1),
@@ -152,25 +158,32 @@ impl Pipeline {
         self.inner.stats.snapshot()
     }
 
-    /// Runs `ops`, whose keys all live on server `lane`, in order and
+    /// Runs `request`, whose keys all live on server `lane`, in order and
     /// contiguously within one batch; one result per operation.
-    pub(crate) async fn run(&self, lane: usize, ops: Vec<Op>) -> JobResults {
+    pub(crate) async fn run(&self, lane: usize, request: Request) -> JobResults {
         let inner = &self.inner;
-        let (writes, answer) = match inner.admit(lane, ops) {
-            Admission::Slot(ops) => {
+        let (writes, answer) = match inner.admit(lane, request) {
+            Admission::Slot(request) => {
                 // A free slot: this call is the batch. Running it in the
                 // caller's own future keeps the latency of a direct call;
-                // a caller that stops waiting leaves it to finish.
-                inner.stats.batch(1, ops.len());
-                let inner = Arc::clone(inner);
+                // a caller that stops waiting once it is sent leaves it to
+                // finish.
+                let slot = InlineSlot {
+                    inner: Arc::clone(inner),
+                    lane,
+                };
+                let server = inner.servers[lane].as_str();
+                let checkout = checkout(&inner.pools, lane, server).await?;
+                inner.stats.batch(1, request.len());
                 return detached(async move {
-                    let slot = InlineSlot {
-                        inner: &inner,
-                        lane,
-                    };
-                    let results = inner.client.run_batch(ops).await.map_err(to_store_error);
+                    let inner = &slot.inner;
+                    let server = inner.servers[lane].as_str();
+                    let requests = [&request];
+                    let mut answers =
+                        exchange(&inner.pools, checkout, lane, server, &requests, inner.bound)
+                            .await;
                     drop(slot);
-                    results
+                    Ok(answers.pop().unwrap_or_default())
                 })
                 .await;
             }
@@ -198,7 +211,7 @@ impl Pipeline {
 /// How a call enters its lane.
 enum Admission {
     /// It took a free batch slot and runs its operations itself.
-    Slot(Vec<Op>),
+    Slot(Request),
     /// Every slot was busy: its job is queued for the next batch.
     Queued {
         writes: bool,
@@ -207,15 +220,15 @@ enum Admission {
 }
 
 impl Inner {
-    fn admit(&self, lane: usize, ops: Vec<Op>) -> Admission {
+    fn admit(&self, lane: usize, request: Request) -> Admission {
         let mut state = self.lane(lane);
         if state.in_flight < self.depth {
             state.in_flight += 1;
-            return Admission::Slot(ops);
+            return Admission::Slot(request);
         }
-        let writes = ops.iter().any(|op| !matches!(op, Op::Get(_)));
+        let writes = request.writes();
         let (reply, answer) = oneshot::channel();
-        state.queue.push_back(Job { ops, reply });
+        state.queue.push_back(Job { request, reply });
         Admission::Queued { writes, answer }
     }
 
@@ -227,19 +240,31 @@ impl Inner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// One batch on a connection to `lane`'s server; the error means
+    /// nothing was sent.
+    async fn exchange(
+        &self,
+        lane: usize,
+        requests: &[&Request],
+    ) -> Result<Vec<Answers>, StoreError> {
+        let server = self.servers[lane].as_str();
+        let checkout = checkout(&self.pools, lane, server).await?;
+        Ok(exchange(&self.pools, checkout, lane, server, requests, self.bound).await)
+    }
+
     /// Sends `jobs` as one batch and answers each with its own results.
     async fn run_jobs(&self, lane: usize, jobs: Vec<Job>) {
-        let mut ops = Vec::new();
-        let mut lengths = Vec::with_capacity(jobs.len());
+        let mut requests = Vec::with_capacity(jobs.len());
         let mut replies = Vec::with_capacity(jobs.len());
         let mut abandoned = 0;
+        let mut ops = 0;
         for job in jobs {
             if job.reply.is_closed() {
                 abandoned += 1;
                 continue;
             }
-            lengths.push(job.ops.len());
-            ops.extend(job.ops);
+            ops += job.request.len();
+            requests.push(job.request);
             replies.push(job.reply);
         }
         if abandoned > 0 {
@@ -248,34 +273,18 @@ impl Inner {
         if replies.is_empty() {
             return;
         }
-        self.stats.batch(replies.len(), ops.len());
+        self.stats.batch(replies.len(), ops);
         // Sent, it runs to its end even if every caller has gone, so its
         // connection is not dropped with replies owed.
-        match self.client.run_batch(ops).await {
-            Ok(results) => {
-                let mut results = results.into_iter();
-                let mut broken_off: Option<String> = None;
-                for (reply, length) in replies.into_iter().zip(lengths) {
-                    let results: Vec<_> = results.by_ref().take(length).collect();
-                    let answer = match &broken_off {
-                        Some(cause) => unread(cause, &self.servers[lane], results),
-                        None => {
-                            broken_off = results
-                                .iter()
-                                .find_map(|result| result.as_ref().err())
-                                .filter(|error| is_error_reply(error))
-                                .map(ToString::to_string);
-                            Ok(results)
-                        }
-                    };
-                    let _ = reply.send(answer);
+        let requests: Vec<&Request> = requests.iter().collect();
+        match self.exchange(lane, &requests).await {
+            Ok(answers) => {
+                for (reply, answers) in replies.into_iter().zip(answers) {
+                    let _ = reply.send(Ok(answers));
                 }
             }
             Err(error) => {
-                // The batch was refused before anything was written (an
-                // operation failed validation, which the store's own key
-                // checks rule out): every job gets the error, none ran.
-                let error = to_store_error(error);
+                // No connection could be had: nothing was sent.
                 for reply in replies {
                     let _ = reply.send(Err(error.clone()));
                 }
@@ -348,12 +357,14 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memcache::exp::Get;
 
     fn job(ops: usize) -> (Job, oneshot::Receiver<JobResults>) {
         let (reply, answer) = oneshot::channel();
-        let ops = (0..ops).map(|_| Op::from(Get::new("k"))).collect();
-        (Job { ops, reply }, answer)
+        let mut request = Request::default();
+        for _ in 0..ops {
+            request.read_counter(b"k");
+        }
+        (Job { request, reply }, answer)
     }
 
     #[test]

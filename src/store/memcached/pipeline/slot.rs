@@ -7,12 +7,12 @@ use super::{Inner, Job};
 
 /// The batch slot a call took to run its own job in its own future. Freed
 /// (or handed to the queue) when the call ends or is cancelled.
-pub(super) struct InlineSlot<'a> {
-    pub(super) inner: &'a Arc<Inner>,
+pub(super) struct InlineSlot {
+    pub(super) inner: Arc<Inner>,
     pub(super) lane: usize,
 }
 
-impl Drop for InlineSlot<'_> {
+impl Drop for InlineSlot {
     fn drop(&mut self) {
         self.inner.hand_off(self.lane, true);
     }

@@ -1,5 +1,5 @@
-//! The classic store's connections: per server, a bounded number of slots
-//! and a stack of idle connections.
+//! A memcached store's connections, in either protocol: per server, a
+//! bounded number of slots and a stack of idle connections.
 //!
 //! A call takes a slot first (waiting up to the connect timeout while all
 //! are taken), then an idle connection or a new one. The slot is held
@@ -16,8 +16,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::connection::Connection;
+use super::slots::take_slot;
 use crate::error::StoreError;
-use crate::store::memcached::slots::take_slot;
 
 /// One server's connections.
 #[derive(Debug)]
@@ -82,12 +82,7 @@ impl Pools {
             &pool.address,
         )
         .await?;
-        let idle = pool
-            .idle
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let connection = match idle {
+        let connection = match self.idle(server) {
             Some(connection) => connection,
             None => {
                 Connection::open(
@@ -99,6 +94,21 @@ impl Pools {
             }
         };
         Ok(Checkout { connection, slot })
+    }
+
+    /// An idle connection to `server` that is still fit for use; the
+    /// ones the server closed meanwhile are dropped on the way.
+    fn idle(&self, server: usize) -> Option<Connection> {
+        let mut idle = self.servers[server]
+            .idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while let Some(connection) = idle.pop() {
+            if connection.is_reusable() {
+                return Some(connection);
+            }
+        }
+        None
     }
 
     /// Puts a connection whose exchange ended cleanly back on the idle

@@ -1,0 +1,149 @@
+//! One meta-protocol exchange: requests for one server written at once on
+//! a pooled connection, and every reply read back to its operation, under
+//! one deadline for the whole exchange.
+//!
+//! Attribution, per operation:
+//!
+//! - a reply read is that operation's answer, whatever follows;
+//! - an error line (`CLIENT_ERROR`, `SERVER_ERROR`) is its operation's
+//!   answer, and reading stops there: memcached goes on executing the
+//!   rest, whose answers are never read (each says so, ambiguous if it
+//!   writes);
+//! - a failure of the stream (or the deadline) leaves every operation not
+//!   yet answered with that failure, ambiguous if it writes and any byte
+//!   of the request was written.
+//!
+//! The connection goes back to the pool only when every reply was read.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::reply::{read, Failure, Reply};
+use super::request::{Request, Verb};
+use crate::error::{StoreError, StoreErrorKind};
+use crate::store::memcached::connection::Connection;
+use crate::store::memcached::pool::{Checkout, Pools};
+
+/// One request's answers: one per operation, in order.
+pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
+
+/// Where an exchange stopped short.
+enum Stop {
+    Answered(StoreError),
+    Broken(StoreError),
+}
+
+/// A connection to `server` (at `address`) and its slot, for
+/// [`exchange`]: nothing is sent yet, so a caller that stops waiting here
+/// costs nothing.
+pub(crate) async fn checkout(
+    pools: &Pools,
+    server: usize,
+    address: &str,
+) -> Result<Checkout, StoreError> {
+    pools
+        .checkout(server)
+        .await
+        .map_err(|error| error.at(address))
+}
+
+/// Runs `requests` on `checkout`, a connection to `server` (at `address`),
+/// within `bound`: one answer list per request.
+pub(crate) async fn exchange(
+    pools: &Pools,
+    checkout: Checkout,
+    server: usize,
+    address: &str,
+    requests: &[&Request],
+    bound: Duration,
+) -> Vec<Answers> {
+    let (mut connection, slot) = checkout.into_parts();
+    let mut answers: Vec<Answers> = requests
+        .iter()
+        .map(|request| Vec::with_capacity(request.len()))
+        .collect();
+    let deadline = Instant::now() + bound;
+    let exchanged = send_and_read(&mut connection, requests, &mut answers, address);
+    let stop = tokio::time::timeout_at(deadline, exchanged)
+        .await
+        .unwrap_or_else(|_| {
+            Some(Stop::Broken(StoreError::new(
+                StoreErrorKind::Timeout,
+                format!("no answer within {bound:?}; the connection was closed"),
+            )))
+        });
+    match stop {
+        None => pools.give_back(server, connection, slot),
+        Some(stop) => {
+            let wrote = connection.wrote();
+            for (request, answers) in requests.iter().zip(&mut answers) {
+                for verb in request.verbs().skip(answers.len()) {
+                    answers.push(Err(unanswered(&stop, verb, wrote, address)));
+                }
+            }
+        }
+    }
+    answers
+}
+
+/// Writes every request in one write, then reads the replies into
+/// `answers`; `None` when every reply was read.
+async fn send_and_read(
+    connection: &mut Connection,
+    requests: &[&Request],
+    answers: &mut [Answers],
+    address: &str,
+) -> Option<Stop> {
+    let sent = match requests {
+        [request] => connection.send(request.bytes()).await,
+        _ => {
+            let length = requests.iter().map(|request| request.bytes().len()).sum();
+            let mut joined = Vec::with_capacity(length);
+            for request in requests {
+                joined.extend_from_slice(request.bytes());
+            }
+            connection.send(&joined).await
+        }
+    };
+    if let Err(error) = sent {
+        return Some(Stop::Broken(error));
+    }
+    for (request, answers) in requests.iter().zip(answers) {
+        for verb in request.verbs() {
+            match read(connection, verb).await {
+                Ok(reply) => answers.push(Ok(reply)),
+                Err(Failure::Answered(error)) => {
+                    answers.push(Err(error.clone().at(address)));
+                    return Some(Stop::Answered(error));
+                }
+                Err(Failure::Broken(error)) => return Some(Stop::Broken(error)),
+            }
+        }
+    }
+    None
+}
+
+/// The answer of an operation whose reply was not read.
+fn unanswered(stop: &Stop, verb: Verb, wrote: bool, address: &str) -> StoreError {
+    let (error, sent) = match stop {
+        Stop::Answered(cause) => (
+            StoreError::new(
+                StoreErrorKind::Io,
+                format!(
+                    "answer not read: memcached answered an earlier call in the same pipelined \
+                     batch with an error ({}), and reading stops there",
+                    cause.message()
+                ),
+            ),
+            true,
+        ),
+        Stop::Broken(error) => (error.clone(), wrote),
+    };
+    let error = error.at(address);
+    if sent && verb.writes() {
+        error.ambiguous()
+    } else {
+        error
+    }
+}

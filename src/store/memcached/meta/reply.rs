@@ -1,0 +1,203 @@
+//! Meta-protocol replies, read in place from a connection and checked
+//! against the operation they answer.
+
+use super::request::Verb;
+use crate::error::{StoreError, StoreErrorKind};
+use crate::store::counter_digits;
+use crate::store::memcached::connection::{protocol, Connection};
+
+/// memcached's answer to one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// `VA`: the value read, or a counter's new value that is not a
+    /// number; with the item's CAS token when it was asked for.
+    Value { data: Vec<u8>, cas: Option<u64> },
+    /// `VA` of a counter read or changed, as a number.
+    Number(u64),
+    /// `HD`: stored or deleted; with the new CAS token when asked for.
+    Done { cas: Option<u64> },
+    /// `EN`: a read found nothing.
+    Miss,
+    /// `NF`: nothing to change.
+    NotFound,
+    /// `NS`: not stored (an add that found the key, a counter missing).
+    NotStored,
+    /// `EX`: the CAS token did not match.
+    Exists,
+}
+
+/// Why no reply was read.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// memcached answered this operation with an error line; the stream
+    /// may go on, but nothing after it is read.
+    Answered(StoreError),
+    /// The stream failed or went wrong: nothing more can be read from it.
+    Broken(StoreError),
+}
+
+/// Reads the reply to one operation of `verb`.
+pub(crate) async fn read(connection: &mut Connection, verb: Verb) -> Result<Reply, Failure> {
+    let line = connection.next_line().await.map_err(Failure::Broken)?;
+    let header = Header::parse(line, verb)?;
+    let Some(length) = header.length else {
+        return Ok(header.reply);
+    };
+    let data = connection
+        .next_block(length)
+        .await
+        .map_err(Failure::Broken)?;
+    let number = match verb {
+        Verb::ReadCounter | Verb::Arithmetic => counter_digits(data),
+        _ => None,
+    };
+    Ok(match number {
+        Some(number) => Reply::Number(number),
+        None => Reply::Value {
+            data: data.to_vec(),
+            cas: header.cas,
+        },
+    })
+}
+
+/// A reply line, read: what it says, and the length of the data block
+/// that follows it, if any.
+struct Header {
+    reply: Reply,
+    length: Option<usize>,
+    cas: Option<u64>,
+}
+
+impl Header {
+    fn parse(line: &[u8], verb: Verb) -> Result<Self, Failure> {
+        let mut words = line.split(|&byte| byte == b' ');
+        let code = words.next().unwrap_or_default();
+        let answered = |kind, what: &str| {
+            Failure::Answered(StoreError::new(
+                kind,
+                format!(
+                    "memcached answered {what}: {}",
+                    String::from_utf8_lossy(&line[..line.len().min(200)])
+                ),
+            ))
+        };
+        match code {
+            b"CLIENT_ERROR" | b"ERROR" => {
+                return Err(answered(StoreErrorKind::Rejected, "with a client error"))
+            }
+            b"SERVER_ERROR" => return Err(answered(StoreErrorKind::Server, "with a server error")),
+            _ => {}
+        }
+        let mut length = None;
+        if code == b"VA" {
+            length = words
+                .next()
+                .and_then(|word| std::str::from_utf8(word).ok()?.parse::<usize>().ok());
+            if length.is_none() {
+                return Err(broken(line, "a VA without its length"));
+            }
+        }
+        let cas = words
+            .filter_map(|flag| flag.strip_prefix(b"c"))
+            .find_map(counter_digits);
+        let reply = match code {
+            b"VA" => Reply::Value {
+                data: Vec::new(),
+                cas,
+            },
+            b"HD" => Reply::Done { cas },
+            b"EN" => Reply::Miss,
+            b"NF" => Reply::NotFound,
+            b"NS" => Reply::NotStored,
+            b"EX" => Reply::Exists,
+            _ => return Err(broken(line, "an unknown reply")),
+        };
+        let expected = match verb {
+            Verb::Get | Verb::ReadCounter => matches!(reply, Reply::Value { .. } | Reply::Miss),
+            Verb::Arithmetic => !matches!(reply, Reply::Done { .. } | Reply::Miss),
+            Verb::Set => !matches!(reply, Reply::Value { .. } | Reply::Miss),
+            Verb::Delete => matches!(reply, Reply::Done { .. } | Reply::NotFound | Reply::Exists),
+        };
+        if !expected {
+            return Err(broken(
+                line,
+                &format!("a reply of the wrong kind for {verb:?}"),
+            ));
+        }
+        Ok(Self { reply, length, cas })
+    }
+}
+
+fn broken(line: &[u8], what: &str) -> Failure {
+    Failure::Broken(protocol(format!(
+        "{what}: {:?}",
+        String::from_utf8_lossy(&line[..line.len().min(80)])
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str, verb: Verb) -> Result<(Reply, Option<usize>), String> {
+        Header::parse(line.as_bytes(), verb)
+            .map(|header| (header.reply, header.length))
+            .map_err(|failure| match failure {
+                Failure::Answered(error) => format!("answered {:?}", error.kind()),
+                Failure::Broken(error) => format!("broken {:?}", error.kind()),
+            })
+    }
+
+    #[test]
+    fn each_reply_is_read_with_its_cas_token() {
+        assert_eq!(
+            parse("HD c42", Verb::Set),
+            Ok((Reply::Done { cas: Some(42) }, None))
+        );
+        assert_eq!(
+            parse("HD", Verb::Delete),
+            Ok((Reply::Done { cas: None }, None))
+        );
+        assert_eq!(parse("EN", Verb::Get), Ok((Reply::Miss, None)));
+        assert_eq!(parse("NS", Verb::Set), Ok((Reply::NotStored, None)));
+        assert_eq!(parse("EX", Verb::Set), Ok((Reply::Exists, None)));
+        assert_eq!(parse("NF", Verb::Arithmetic), Ok((Reply::NotFound, None)));
+        let value = Reply::Value {
+            data: Vec::new(),
+            cas: Some(7),
+        };
+        assert_eq!(parse("VA 12 c7", Verb::Get), Ok((value, Some(12))));
+    }
+
+    #[test]
+    fn error_lines_are_answers_and_anything_else_breaks_the_stream() {
+        assert_eq!(
+            parse("CLIENT_ERROR bad data chunk", Verb::Set),
+            Err("answered Rejected".to_owned())
+        );
+        assert_eq!(
+            parse("SERVER_ERROR out of memory", Verb::Set),
+            Err("answered Server".to_owned())
+        );
+        assert_eq!(
+            parse("ERROR", Verb::Get),
+            Err("answered Rejected".to_owned())
+        );
+        for (line, verb) in [
+            ("HD", Verb::Get),
+            ("VA 1", Verb::Set),
+            ("EN", Verb::Arithmetic),
+            ("NS", Verb::Delete),
+            ("VA", Verb::Get),
+            ("VA x", Verb::Get),
+            ("MN", Verb::Get),
+            ("", Verb::Get),
+        ] {
+            assert_eq!(
+                parse(line, verb),
+                Err("broken Protocol".to_owned()),
+                "{line:?} for {verb:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Meta-protocol requests, encoded as they are built: the bytes sent and,
+//! per operation, what kind of reply it gets.
+//!
+//! The commands and flags are memcached's ("Meta Commands" in memcached's
+//! `protocol.txt`, <https://github.com/memcached/memcached/blob/master/doc/protocol.txt>).
+//! Keys are the store's, already checked to be printable ASCII without
+//! spaces (`check_key`), so they go on the wire as they are, never in
+//! base64. No operation is quiet (`q`) and none carries an opaque token:
+//! every operation gets exactly one reply, in order, and a reply of the
+//! wrong kind for its operation stops the exchange.
+
+use crate::store::PutCondition;
+
+/// An operation's verb, which says what its reply can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verb {
+    /// `mg <key> v [c]`: `VA` and the value, or `EN`.
+    Get,
+    /// `mg <key> v` of a counter: the same replies, the value read as a
+    /// number where it is one.
+    ReadCounter,
+    /// `ma <key> v ...`: `VA` and the new value, `NF`, `NS` or `EX`.
+    Arithmetic,
+    /// `ms <key> <length> ...`: `HD`, `NS`, `EX` or `NF`.
+    Set,
+    /// `md <key>`: `HD`, `NF` or `EX`.
+    Delete,
+}
+
+impl Verb {
+    /// Whether the operation can change what memcached holds, so that one
+    /// sent and not answered may or may not have happened.
+    pub(crate) fn writes(self) -> bool {
+        !matches!(self, Verb::Get | Verb::ReadCounter)
+    }
+}
+
+/// Operations for one server, in order, ready to send.
+#[derive(Debug, Default)]
+pub(crate) struct Request {
+    bytes: Vec<u8>,
+    /// Per operation, its verb and where its bytes end.
+    operations: Vec<(Verb, usize)>,
+}
+
+impl Request {
+    /// An empty request with room for `operations` operations.
+    pub(crate) fn with_capacity(operations: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(operations * 48),
+            operations: Vec::with_capacity(operations),
+        }
+    }
+
+    /// The bytes to send.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Each operation's verb, in order.
+    pub(crate) fn verbs(&self) -> impl Iterator<Item = Verb> + '_ {
+        self.operations.iter().map(|&(verb, _)| verb)
+    }
+
+    /// How many operations it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.operations.len()
+    }
+
+    /// Whether any operation can change what memcached holds.
+    pub(crate) fn writes(&self) -> bool {
+        self.verbs().any(Verb::writes)
+    }
+
+    /// Reads `key`'s value, and its CAS token if `cas`.
+    pub(crate) fn get(&mut self, key: &[u8], cas: bool) -> &mut Self {
+        self.start(b"mg ", key, Verb::Get);
+        self.bytes
+            .extend_from_slice(if cas { b" v c" } else { b" v" });
+        self.end()
+    }
+
+    /// Reads `key`'s value as a counter.
+    pub(crate) fn read_counter(&mut self, key: &[u8]) -> &mut Self {
+        self.start(b"mg ", key, Verb::ReadCounter);
+        self.bytes.extend_from_slice(b" v");
+        self.end()
+    }
+
+    /// Adds `delta` to the counter `key`, creating it at `delta` with a
+    /// lifetime of `ttl` (memcached's expiration time) if it is missing;
+    /// the reply is the new value.
+    pub(crate) fn increment(&mut self, key: &[u8], delta: u64, ttl: u32) -> &mut Self {
+        self.start(b"ma ", key, Verb::Arithmetic);
+        self.number(b" v D", delta);
+        self.number(b" N", u64::from(ttl));
+        self.number(b" J", delta);
+        self.end()
+    }
+
+    /// Takes `delta` from the counter `key`, stopping at 0; never creates
+    /// it.
+    pub(crate) fn decrement(&mut self, key: &[u8], delta: u64) -> &mut Self {
+        self.start(b"ma ", key, Verb::Arithmetic);
+        self.number(b" v MD D", delta);
+        self.end()
+    }
+
+    /// Writes `value` under `key` for `ttl` (memcached's expiration time)
+    /// if `condition` holds, asking for the new CAS token.
+    pub(crate) fn set(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        ttl: u32,
+        condition: PutCondition,
+    ) -> &mut Self {
+        self.start(b"ms ", key, Verb::Set);
+        self.number(b" ", value.len() as u64);
+        self.number(b" c T", u64::from(ttl));
+        match condition {
+            PutCondition::Always => {}
+            PutCondition::Absent => self.bytes.extend_from_slice(b" ME"),
+            PutCondition::Version(version) => self.number(b" C", version),
+        }
+        self.bytes.extend_from_slice(b"\r\n");
+        self.bytes.extend_from_slice(value);
+        self.end()
+    }
+
+    /// Deletes `key`.
+    pub(crate) fn delete(&mut self, key: &[u8]) -> &mut Self {
+        self.start(b"md ", key, Verb::Delete);
+        self.end()
+    }
+
+    /// The operations of `self` at `positions`, in that order, as a request
+    /// of their own.
+    pub(crate) fn select(&self, positions: &[usize]) -> Self {
+        let mut part = Self::with_capacity(positions.len());
+        for &at in positions {
+            let begin = match at {
+                0 => 0,
+                _ => self.operations[at - 1].1,
+            };
+            let (verb, end) = self.operations[at];
+            part.bytes.extend_from_slice(&self.bytes[begin..end]);
+            part.operations.push((verb, part.bytes.len()));
+        }
+        part
+    }
+
+    fn start(&mut self, command: &[u8], key: &[u8], verb: Verb) {
+        self.bytes.extend_from_slice(command);
+        self.bytes.extend_from_slice(key);
+        // Its end is set when it is complete.
+        self.operations.push((verb, 0));
+    }
+
+    fn number(&mut self, flag: &[u8], number: u64) {
+        self.bytes.extend_from_slice(flag);
+        self.bytes
+            .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
+    }
+
+    fn end(&mut self) -> &mut Self {
+        self.bytes.extend_from_slice(b"\r\n");
+        if let Some(last) = self.operations.last_mut() {
+            last.1 = self.bytes.len();
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_is_one_line_with_memcacheds_flags() {
+        let mut request = Request::with_capacity(6);
+        request
+            .increment(b"a", 5, 60)
+            .get(b"b", true)
+            .read_counter(b"c")
+            .decrement(b"d", 2)
+            .set(b"e", b"x\r\ny", 30, PutCondition::Version(9))
+            .set(b"f", b"1", 30, PutCondition::Absent)
+            .delete(b"g");
+        assert_eq!(
+            String::from_utf8_lossy(request.bytes()),
+            "ma a v D5 N60 J5\r\nmg b v c\r\nmg c v\r\nma d v MD D2\r\n\
+             ms e 4 c T30 C9\r\nx\r\ny\r\nms f 1 c T30 ME\r\n1\r\nmd g\r\n"
+        );
+        assert!(request.writes());
+        assert_eq!(request.len(), 7);
+        let mut reads = Request::default();
+        reads.get(b"a", false).read_counter(b"b");
+        assert!(!reads.writes());
+    }
+
+    #[test]
+    fn a_selection_keeps_each_operation_whole_even_with_newlines_in_values() {
+        let mut request = Request::default();
+        request
+            .read_counter(b"a")
+            .set(b"b", b"one\r\ntwo\n", 1, PutCondition::Always)
+            .delete(b"c");
+        let part = request.select(&[2, 1]);
+        assert_eq!(
+            String::from_utf8_lossy(part.bytes()),
+            "md c\r\nms b 9 c T1\r\none\r\ntwo\n\r\n"
+        );
+        assert_eq!(part.verbs().collect::<Vec<_>>(), [Verb::Delete, Verb::Set]);
+    }
+}
