@@ -21,13 +21,10 @@
 //! required: without them only `check --embedded` runs, against an
 //! in-process store that nothing else shares.
 
-// The server and the benchmarks allocate small objects at a high rate
-// from several threads (commands, batches, channels, known states); glibc's
-// allocator spent about a quarter of the server's time there, mimalloc a
-// fraction of it.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Mimalloc = allocator::Mimalloc;
 
+mod allocator;
 mod describe;
 mod inspect;
 mod limiter;

@@ -17,6 +17,7 @@ use tokio::task::Unconstrained;
 use tokio::time::Sleep;
 
 use crate::error::Error;
+use crate::store::patience::Patience;
 
 /// `work`, given at most `limit` (`None` past it), as
 /// [`tokio::time::timeout`] runs it, but with the timer started only the
@@ -24,7 +25,9 @@ use crate::error::Error;
 /// to an in-process store) costs no timer and no clock read. The limit
 /// counts from that first poll, which does not wait. The timer is polled
 /// outside the task's cooperative budget, so work that spends the budget
-/// cannot keep it from firing.
+/// cannot keep it from firing. While it polls the work, it declares its
+/// limit ([`Patience`]), so a store call inside arms no timer of its own
+/// that could only fire later.
 pub(crate) fn timeout<F: Future>(limit: Duration, work: F) -> Timeout<F> {
     Timeout {
         work,
@@ -50,7 +53,10 @@ impl<F: Future> Future for Timeout<F> {
 
     fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let Poll::Ready(output) = this.work.poll(context) {
+        let patience = Patience::enter(*this.limit);
+        let polled = this.work.poll(context);
+        drop(patience);
+        if let Poll::Ready(output) = polled {
             return Poll::Ready(Some(output));
         }
         if this.timer.is_none() {

@@ -44,6 +44,7 @@ mod immediate;
 #[cfg(feature = "memcached")]
 mod memcached;
 mod memory;
+pub(crate) mod patience;
 
 use std::fmt;
 use std::time::Duration;
@@ -240,11 +241,24 @@ pub(crate) fn parse_counter(key: &[u8], bytes: &[u8]) -> Result<u64, StoreError>
 }
 
 /// A stored counter's number, if `bytes` are one: decimal digits, possibly
-/// padded with spaces.
+/// padded with ASCII whitespace, at most `u64::MAX`.
 pub(crate) fn counter_digits(bytes: &[u8]) -> Option<u64> {
-    std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|text| text.trim().parse::<u64>().ok())
+    decimal(bytes.trim_ascii())
+}
+
+/// `digits` as a number: one or more ASCII decimal digits and nothing
+/// else, at most `u64::MAX`.
+pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |number, &byte| {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        number.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// A shared store is a store, so decorators such as [`CountingStore`] can
@@ -289,5 +303,34 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
 
     fn immediate(&self) -> Option<&dyn ImmediateStore> {
         (**self).immediate()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_digits_padded_with_whitespace_and_nothing_else() {
+        assert_eq!(counter_digits(b"42"), Some(42));
+        assert_eq!(counter_digits(b"7   "), Some(7), "after a decrement");
+        assert_eq!(counter_digits(b" 0\r\n"), Some(0));
+        let max = u64::MAX.to_string();
+        assert_eq!(counter_digits(max.as_bytes()), Some(u64::MAX));
+        let over = "18446744073709551616";
+        for bad in [
+            &b""[..],
+            b"  ",
+            b"+5",
+            b"-1",
+            b"1 2",
+            b"0x10",
+            b"\xd9\xa1",
+            over.as_bytes(),
+        ] {
+            assert_eq!(counter_digits(bad), None, "{bad:?}");
+        }
+        assert_eq!(decimal(b"12"), Some(12));
+        assert_eq!(decimal(b" 12"), None, "a flag's number is digits only");
     }
 }

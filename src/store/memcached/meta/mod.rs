@@ -31,6 +31,7 @@ use super::router::ClientRouter;
 use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
+use crate::store::patience::waits_at_most;
 use crate::store::{
     check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome,
     Versioned,
@@ -126,9 +127,14 @@ impl MetaStore {
                 (_, None) => Ok(self.spread(first, rest, request).await),
             }
         };
-        let answers = tokio::time::timeout(self.io_timeout, exchange)
-            .await
-            .map_err(|_| self.timed_out(lane, writes))??;
+        // A caller that gives up sooner needs no timer here (`patience`).
+        let answers = if waits_at_most(self.io_timeout) {
+            exchange.await?
+        } else {
+            tokio::time::timeout(self.io_timeout, exchange)
+                .await
+                .map_err(|_| self.timed_out(lane, writes))??
+        };
         if answers.len() != expected {
             let error = StoreError::new(
                 StoreErrorKind::Protocol,
@@ -230,7 +236,8 @@ impl MetaStore {
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
         check_keys(key, also_read)?;
-        let mut request = Request::with_capacity(1 + also_read.len());
+        let key_bytes = key.len() + also_read.iter().map(Vec::len).sum::<usize>();
+        let mut request = Request::with_capacity(1 + also_read.len(), key_bytes, 0);
         request.increment(key, delta, wire_ttl(ttl));
         for other in also_read {
             request.read_counter(other);
@@ -268,7 +275,7 @@ impl MetaStore {
         delta: u64,
     ) -> Result<Option<u64>, StoreError> {
         check_key(key)?;
-        let mut request = Request::with_capacity(1);
+        let mut request = Request::with_capacity(1, key.len(), 0);
         request.decrement(key, delta);
         match only(self.exchange(key, &[], request).await?)? {
             Reply::Number(value) => Ok(Some(value)),
@@ -284,7 +291,8 @@ impl MetaStore {
         let Some((first, rest)) = keys.split_first() else {
             return Ok(Vec::new());
         };
-        let mut request = Request::with_capacity(keys.len());
+        let key_bytes = keys.iter().map(Vec::len).sum();
+        let mut request = Request::with_capacity(keys.len(), key_bytes, 0);
         for key in keys {
             check_key(key)?;
             request.read_counter(key);
@@ -298,7 +306,7 @@ impl MetaStore {
 
     pub(super) async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         check_key(key)?;
-        let mut request = Request::with_capacity(1);
+        let mut request = Request::with_capacity(1, key.len(), 0);
         request.get(key, true);
         let (value, cas) = match only(self.exchange(key, &[], request).await?)? {
             Reply::Miss => return Ok(None),
@@ -322,7 +330,7 @@ impl MetaStore {
     ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         check_key(key)?;
         check_value(value)?;
-        let mut request = Request::with_capacity(1);
+        let mut request = Request::with_capacity(1, key.len(), value.len());
         request.set(key, value, wire_ttl(ttl), condition);
         Ok(match only(self.exchange(key, &[], request).await?)? {
             Reply::Done { cas } => (PutOutcome::Stored, cas),
@@ -335,7 +343,8 @@ impl MetaStore {
         let Some((first, rest)) = keys.split_first() else {
             return Ok(0);
         };
-        let mut request = Request::with_capacity(keys.len());
+        let key_bytes = keys.iter().map(Vec::len).sum();
+        let mut request = Request::with_capacity(keys.len(), key_bytes, 0);
         for key in keys {
             check_key(key)?;
             request.delete(key);

@@ -3,8 +3,8 @@
 
 use super::request::Verb;
 use crate::error::{StoreError, StoreErrorKind};
-use crate::store::counter_digits;
 use crate::store::memcached::connection::{protocol, Connection};
+use crate::store::{counter_digits, decimal};
 
 /// memcached's answer to one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,7 +99,7 @@ impl Header {
         }
         let cas = words
             .filter_map(|flag| flag.strip_prefix(b"c"))
-            .find_map(counter_digits);
+            .find_map(decimal);
         let reply = match code {
             b"VA" => Reply::Value {
                 data: Vec::new(),

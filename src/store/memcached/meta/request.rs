@@ -11,6 +11,10 @@
 
 use crate::store::PutCondition;
 
+/// The most bytes an operation's line takes besides its key (and its
+/// value): its words, flags, numbers, and line ends.
+const LINE: usize = 80;
+
 /// An operation's verb, which says what its reply can be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verb {
@@ -44,10 +48,12 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    /// An empty request with room for `operations` operations.
-    pub(crate) fn with_capacity(operations: usize) -> Self {
+    /// An empty request with room for `operations` operations on keys of
+    /// `key_bytes` bytes in all (and `value_bytes` of values to set), so
+    /// that building it allocates once.
+    pub(crate) fn with_capacity(operations: usize, key_bytes: usize, value_bytes: usize) -> Self {
         Self {
-            bytes: Vec::with_capacity(operations * 48),
+            bytes: Vec::with_capacity(key_bytes + value_bytes + operations * LINE),
             operations: Vec::with_capacity(operations),
         }
     }
@@ -115,6 +121,7 @@ impl Request {
         ttl: u32,
         condition: PutCondition,
     ) -> &mut Self {
+        self.bytes.reserve(key.len() + value.len() + LINE);
         self.start(b"ms ", key, Verb::Set);
         self.number(b" ", value.len() as u64);
         self.number(b" c T", u64::from(ttl));
@@ -137,7 +144,7 @@ impl Request {
     /// The operations of `self` at `positions`, in that order, as a request
     /// of their own.
     pub(crate) fn select(&self, positions: &[usize]) -> Self {
-        let mut part = Self::with_capacity(positions.len());
+        let mut part = Self::with_capacity(positions.len(), self.bytes.len(), 0);
         for &at in positions {
             let begin = match at {
                 0 => 0,
@@ -151,6 +158,7 @@ impl Request {
     }
 
     fn start(&mut self, command: &[u8], key: &[u8], verb: Verb) {
+        self.bytes.reserve(key.len() + LINE);
         self.bytes.extend_from_slice(command);
         self.bytes.extend_from_slice(key);
         // Its end is set when it is complete.
@@ -178,7 +186,7 @@ mod tests {
 
     #[test]
     fn every_operation_is_one_line_with_memcacheds_flags() {
-        let mut request = Request::with_capacity(6);
+        let mut request = Request::with_capacity(7, 7, 5);
         request
             .increment(b"a", 5, 60)
             .get(b"b", true)
