@@ -150,8 +150,13 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::INFO)
         .try_init();
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(threads) = threads {
+    // One thread: tokio's current-thread scheduler, which runs every task
+    // on the thread that serves, with no work-stealing machinery between.
+    let mut runtime = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    if let Some(threads) = threads.filter(|&threads| threads > 1) {
         runtime.worker_threads(threads);
     }
     let runtime = runtime

@@ -82,6 +82,49 @@ pub async fn serve(
     }
 }
 
+/// The jobs of one bucket in one read, in the order they came: most lanes
+/// hold one job, which then needs no vector.
+enum Lane {
+    One(usize, Job),
+    Many(Vec<(usize, Job)>),
+}
+
+impl Lane {
+    fn push(&mut self, at: usize, job: Job) {
+        match self {
+            Self::Many(jobs) => jobs.push((at, job)),
+            Self::One(..) => {
+                let Self::One(first_at, first) = std::mem::replace(self, Self::Many(Vec::new()))
+                else {
+                    unreachable!("matched One above")
+                };
+                *self = Self::Many(vec![(first_at, first), (at, job)]);
+            }
+        }
+    }
+}
+
+/// A lane's replies, each with the position of its command.
+enum Done {
+    One(usize, Reply),
+    Many(Vec<(usize, Reply)>),
+}
+
+/// Runs `job` and counts it.
+async fn run(job: Job, shared: &Shared) -> Reply {
+    let name = job.name();
+    // The clock is read only for the latency histogram.
+    let began = shared.config.metrics.is_some().then(Instant::now);
+    let (reply, outcome) = job.run(shared).await;
+    if let Some(counts) = shared.stats.command(name) {
+        counts.record(outcome);
+    }
+    if let Some(began) = began {
+        crate::metrics::decision(name, outcome, began.elapsed());
+    }
+    reply
+}
+
 /// Answers `commands` into `output`; true when the connection must close
 /// after writing (`QUIT`).
 async fn answer(
@@ -91,7 +134,7 @@ async fn answer(
     output: &mut BytesMut,
 ) -> bool {
     let mut replies: Vec<(Protocol, Option<Reply>)> = Vec::with_capacity(commands.len());
-    let mut lanes: Vec<Vec<(usize, Job)>> = Vec::new();
+    let mut lanes: Vec<Lane> = Vec::new();
     let mut lane_of: foldhash::HashMap<(&'static str, bytes::Bytes), usize> =
         foldhash::HashMap::with_capacity_and_hasher(commands.len(), Default::default());
     let mut quit = false;
@@ -106,9 +149,10 @@ async fn answer(
                 let next = lanes.len();
                 let lane = *lane_of.entry((namespace, key.clone())).or_insert(next);
                 if lane == next {
-                    lanes.push(Vec::new());
+                    lanes.push(Lane::One(at, job));
+                } else {
+                    lanes[lane].push(at, job);
                 }
-                lanes[lane].push((at, job));
             }
             Step::Quit => {
                 replies[at].1 = Some(Reply::ok());
@@ -125,27 +169,27 @@ async fn answer(
         .into_iter()
         .map(|lane| {
             Box::pin(async move {
-                let mut done = Vec::with_capacity(lane.len());
-                for (at, job) in lane {
-                    let name = job.name();
-                    // The clock is read only for the latency histogram.
-                    let began = shared.config.metrics.is_some().then(Instant::now);
-                    let (reply, outcome) = job.run(shared).await;
-                    if let Some(counts) = shared.stats.command(name) {
-                        counts.record(outcome);
+                match lane {
+                    Lane::One(at, job) => Done::One(at, run(job, shared).await),
+                    Lane::Many(jobs) => {
+                        let mut done = Vec::with_capacity(jobs.len());
+                        for (at, job) in jobs {
+                            done.push((at, run(job, shared).await));
+                        }
+                        Done::Many(done)
                     }
-                    if let Some(began) = began {
-                        crate::metrics::decision(name, outcome, began.elapsed());
-                    }
-                    done.push((at, reply));
                 }
-                done
             })
         })
         .collect();
     while let Some(done) = running.next().await {
-        for (at, reply) in done {
-            replies[at].1 = Some(reply);
+        match done {
+            Done::One(at, reply) => replies[at].1 = Some(reply),
+            Done::Many(done) => {
+                for (at, reply) in done {
+                    replies[at].1 = Some(reply);
+                }
+            }
         }
     }
     for (protocol, reply) in replies {
