@@ -75,12 +75,13 @@
 //! another limiter object in this one) on the same key still race, through
 //! the compare-and-swap, as before.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use hashbrown::hash_map::EntryRef;
 use tokio::sync::oneshot;
 
 use super::core::Ask;
@@ -141,6 +142,10 @@ impl Failure {
 /// a task serves it.
 #[derive(Default)]
 struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>>);
+
+/// The queues' map: hashbrown's, for `entry_ref`, which hashes a key once
+/// to find it and to insert or remove it, and copies it only to insert.
+type HashMap<K, V, S> = hashbrown::HashMap<K, V, S>;
 
 impl Queues {
     /// The map. The lock is only ever held for a push, a take or a removal,
@@ -247,20 +252,20 @@ impl Combiner {
 
 /// Decides one request for `key`: in the caller's future if the key is
 /// idle, otherwise queued for the key's next group.
-pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask) -> Answer {
+pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -> Answer {
     let queued = {
         let mut queues = decider.combiner().queues.lock();
-        match queues.get_mut(&key) {
-            Some(queue) => {
+        match queues.entry_ref(key) {
+            EntryRef::Occupied(mut queue) => {
                 let (reply, answer) = oneshot::channel();
-                queue.push_back(Waiter {
+                queue.get_mut().push_back(Waiter {
                     ask,
                     reply: Some(reply),
                 });
                 Some(answer)
             }
-            None => {
-                queues.insert(key.clone(), VecDeque::new());
+            EntryRef::Vacant(idle) => {
+                idle.insert(VecDeque::new());
                 None
             }
         }
@@ -275,10 +280,10 @@ pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask)
 
 /// Decides `ask` on the key its caller claimed, then hands on the requests
 /// that queued meanwhile (see [`HandOff`]).
-async fn decide_alone<D: Decider>(decider: &Arc<D>, key: Vec<u8>, ask: Ask) -> Answer {
-    let hand_off = HandOff { decider, key: &key };
+async fn decide_alone<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -> Answer {
+    let hand_off = HandOff { decider, key };
     let mut alone = vec![Waiter { ask, reply: None }];
-    let outcome = decider.decide_group(&key, &mut alone).await;
+    let outcome = decider.decide_group(key, &mut alone).await;
     drop(hand_off);
     match outcome {
         Ok(mut decided) => decided.pop().ok_or_else(|| {
@@ -322,9 +327,13 @@ impl<D: Decider> Drop for HandOff<'_, D> {
     fn drop(&mut self) {
         let queues = &self.decider.combiner().queues;
         let mut map = queues.lock();
-        if map.get(self.key).is_none_or(VecDeque::is_empty) {
-            map.remove(self.key);
-            return;
+        match map.entry_ref(self.key) {
+            EntryRef::Occupied(queue) if queue.get().is_empty() => {
+                queue.remove();
+                return;
+            }
+            EntryRef::Vacant(_) => return,
+            EntryRef::Occupied(_) => {}
         }
         match tokio::runtime::Handle::try_current() {
             // The key stays claimed, now by the task.

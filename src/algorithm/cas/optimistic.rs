@@ -177,7 +177,7 @@ impl<C: CasCore> CasLimiter<C> {
             return self.engine.decide_now(store, &key, ask);
         }
         settings
-            .within_deadline(submit(&self.engine, key.to_vec(), ask))
+            .within_deadline(submit(&self.engine, &key, ask))
             .await
     }
 

@@ -3,11 +3,14 @@
 //! pass the meta protocol through, such as twemproxy.
 //!
 //! - [`builder`]: the settings, checked when the store is built;
+//! - [`connection`] and [`pool`]: one connection read in place, and the
+//!   bounded connections per server, for both protocols;
 //! - [`pipeline`] and [`detach`]: how calls share round trips, and how an
 //!   exchange outlives a caller that stopped waiting;
 //! - [`router`]: which server holds a key;
 //! - [`protocol`]: the choice between the two protocols;
-//! - [`errors`]: the `memcache` client's errors as store errors.
+//! - [`errors`]: the `memcache` client's errors (its health check) as
+//!   store errors.
 
 mod builder;
 pub(crate) mod classic;

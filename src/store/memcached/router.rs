@@ -34,8 +34,7 @@ impl ClientRouter {
     /// The index in `servers` (identities as configured) that holds `key`.
     pub fn place(key: &[u8], servers: &[String]) -> usize {
         if servers.len() < 2 {
-            // Nothing to choose: the `memcache` client asks for every
-            // operation of every batch, so skip the hashing.
+            // Nothing to choose: skip the hashing.
             return 0;
         }
         let client = routing_prefix(key);

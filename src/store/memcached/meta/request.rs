@@ -44,7 +44,50 @@ impl Verb {
 pub(crate) struct Request {
     bytes: Vec<u8>,
     /// Per operation, its verb and where its bytes end.
-    operations: Vec<(Verb, usize)>,
+    operations: Operations,
+}
+
+/// Per operation, its verb and where its bytes end: a request of one
+/// operation (most are) keeps it inline, with no allocation.
+#[derive(Debug, Default)]
+enum Operations {
+    #[default]
+    None,
+    One((Verb, usize)),
+    Many(Vec<(Verb, usize)>),
+}
+
+impl Operations {
+    fn with_capacity(operations: usize) -> Self {
+        match operations {
+            0 | 1 => Self::None,
+            _ => Self::Many(Vec::with_capacity(operations)),
+        }
+    }
+
+    fn as_slice(&self) -> &[(Verb, usize)] {
+        match self {
+            Self::None => &[],
+            Self::One(operation) => std::slice::from_ref(operation),
+            Self::Many(operations) => operations,
+        }
+    }
+
+    fn push(&mut self, operation: (Verb, usize)) {
+        match self {
+            Self::None => *self = Self::One(operation),
+            Self::One(first) => *self = Self::Many(vec![*first, operation]),
+            Self::Many(operations) => operations.push(operation),
+        }
+    }
+
+    fn last_mut(&mut self) -> Option<&mut (Verb, usize)> {
+        match self {
+            Self::None => None,
+            Self::One(operation) => Some(operation),
+            Self::Many(operations) => operations.last_mut(),
+        }
+    }
 }
 
 impl Request {
@@ -54,7 +97,7 @@ impl Request {
     pub(crate) fn with_capacity(operations: usize, key_bytes: usize, value_bytes: usize) -> Self {
         Self {
             bytes: Vec::with_capacity(key_bytes + value_bytes + operations * LINE),
-            operations: Vec::with_capacity(operations),
+            operations: Operations::with_capacity(operations),
         }
     }
 
@@ -65,12 +108,12 @@ impl Request {
 
     /// Each operation's verb, in order.
     pub(crate) fn verbs(&self) -> impl Iterator<Item = Verb> + '_ {
-        self.operations.iter().map(|&(verb, _)| verb)
+        self.operations.as_slice().iter().map(|&(verb, _)| verb)
     }
 
     /// How many operations it holds.
     pub(crate) fn len(&self) -> usize {
-        self.operations.len()
+        self.operations.as_slice().len()
     }
 
     /// Whether any operation can change what memcached holds.
@@ -148,9 +191,9 @@ impl Request {
         for &at in positions {
             let begin = match at {
                 0 => 0,
-                _ => self.operations[at - 1].1,
+                _ => self.operations.as_slice()[at - 1].1,
             };
-            let (verb, end) = self.operations[at];
+            let (verb, end) = self.operations.as_slice()[at];
             part.bytes.extend_from_slice(&self.bytes[begin..end]);
             part.operations.push((verb, part.bytes.len()));
         }

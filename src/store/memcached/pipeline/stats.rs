@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PipelineStats {
-    /// Batches sent (`run_batch` exchanges, one round trip each).
+    /// Batches sent (exchanges, one round trip each).
     pub batches: u64,
     /// Store calls sent in those batches.
     pub jobs: u64,
