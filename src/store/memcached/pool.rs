@@ -84,12 +84,14 @@ impl Pools {
         .await?;
         let connection = match self.idle(server) {
             Some(connection) => connection,
+            // Dialing is rare: boxed, so that every exchange's future does
+            // not carry it.
             None => {
-                Connection::open(
+                Box::pin(Connection::open(
                     &pool.address,
                     self.connect_timeout,
                     Arc::clone(&self.round_trips),
-                )
+                ))
                 .await?
             }
         };

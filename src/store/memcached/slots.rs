@@ -16,6 +16,21 @@ pub(super) async fn take_slot(
     max_connections: usize,
     server: &str,
 ) -> Result<OwnedSemaphorePermit, StoreError> {
+    // A free slot is taken at once. Waiting (its timer, its place in the
+    // semaphore's queue) is boxed, so every exchange's future does not
+    // carry it.
+    if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
+        return Ok(slot);
+    }
+    Box::pin(wait_for_slot(slots, wait, max_connections, server)).await
+}
+
+async fn wait_for_slot(
+    slots: &Arc<Semaphore>,
+    wait: Duration,
+    max_connections: usize,
+    server: &str,
+) -> Result<OwnedSemaphorePermit, StoreError> {
     match tokio::time::timeout(wait, Arc::clone(slots).acquire_owned()).await {
         Ok(Ok(slot)) => Ok(slot),
         Ok(Err(_)) => {

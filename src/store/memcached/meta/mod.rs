@@ -124,7 +124,9 @@ impl MetaStore {
             match (&self.pipeline, lane) {
                 (Some(pipeline), Some(lane)) => pipeline.run(lane, request).await,
                 (None, Some(server)) => self.direct(server, request).await,
-                (_, None) => Ok(self.spread(first, rest, request).await),
+                // Rare (reads and deletes across clients): boxed, so that
+                // every call's future does not carry it.
+                (_, None) => Ok(Box::pin(self.spread(first, rest, request)).await),
             }
         };
         // A caller that gives up sooner needs no timer here (`patience`).
