@@ -705,3 +705,25 @@ async fn an_error_reply_fails_the_calls_batched_after_it_as_unread() {
     // memcached did execute the unread increment: ambiguous was the truth.
     assert_eq!(store.get_counters(&[counter]).await.unwrap(), vec![Some(1)]);
 }
+
+/// A pooled connection that memcached closed (here, by restarting) is never
+/// handed to a call: the first call after the restart is answered, on every
+/// path, instead of failing on the dead connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_a_restarted_memcached_closed_are_not_reused() {
+    let mut server = Memcached::start();
+    let stores = configurations(&server).await;
+    let client = unique_client("restart");
+    for (at, (_, store)) in stores.iter().enumerate() {
+        let k = key(&client, &at.to_string());
+        assert_eq!(store.increment(&k, 1, MINUTE, &[]).await.unwrap().value, 1);
+    }
+    server.restart();
+    for (at, (name, store)) in stores.iter().enumerate() {
+        let k = key(&client, &at.to_string());
+        match store.increment(&k, 1, MINUTE, &[]).await {
+            Ok(counters) => assert_eq!(counters.value, 1, "{name}: memcached restarts empty"),
+            Err(error) => panic!("{name}: the first call after the restart failed: {error}"),
+        }
+    }
+}
