@@ -5,12 +5,29 @@
 /// digits only, with no spaces; `None` for anything else, including a
 /// value out of range.
 pub fn integer(bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (negative, digits) = match bytes.split_first()? {
+        (b'-', digits) => (true, digits),
+        (b'+', digits) => (false, digits),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() {
         return None;
     }
-    text.parse().ok()
+    // Accumulated negatively, so that i64::MIN, whose magnitude has no
+    // positive i64, reads too.
+    let mut value: i64 = 0;
+    for &byte in digits {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_sub(i64::from(digit))?;
+    }
+    if negative {
+        Some(value)
+    } else {
+        value.checked_neg()
+    }
 }
 
 /// Whether `bytes` is the option `name`, in any case.
@@ -58,6 +75,50 @@ mod tests {
             b"\xff",
         ] {
             assert_eq!(integer(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn integers_read_as_the_standard_parser_reads_signs_and_digits() {
+        let reference = |bytes: &[u8]| -> Option<i64> {
+            let text = std::str::from_utf8(bytes).ok()?;
+            let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            text.parse().ok()
+        };
+        let alphabet = b"-+0189 x";
+        let mut cases: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> = cases
+                .iter()
+                .flat_map(|case| {
+                    alphabet.iter().map(move |&byte| {
+                        let mut longer = case.clone();
+                        longer.push(byte);
+                        longer
+                    })
+                })
+                .collect();
+            cases.extend(longer);
+        }
+        for edge in [
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+        ] {
+            for prefix in ["", "-", "+", "0", "-0"] {
+                cases.push(format!("{prefix}{edge}").into_bytes());
+            }
+        }
+        for case in &cases {
+            assert_eq!(
+                integer(case),
+                reference(case),
+                "{:?}",
+                String::from_utf8_lossy(case)
+            );
         }
     }
 
