@@ -61,7 +61,8 @@ pub struct ServeArgs {
     /// command and outcome, their latency, store failures).
     #[arg(long)]
     metrics: Option<String>,
-    /// Worker threads; the number of cores by default.
+    /// Worker threads; the number of cores by default. With 1, one thread
+    /// serves everything.
     #[arg(long)]
     threads: Option<usize>,
 }
