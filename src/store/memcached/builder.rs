@@ -8,8 +8,8 @@ use super::pool::Pools;
 use memcache::exp::AsyncMetaClient;
 
 use super::classic::ClassicStore;
+use super::meta::pipeline::Pipeline;
 use super::meta::MetaStore;
-use super::pipeline::Pipeline;
 use super::protocol::{detect, Protocol};
 use super::router::ClientRouter;
 use super::{Backend, MemcachedStore};

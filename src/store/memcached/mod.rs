@@ -5,8 +5,9 @@
 //! - [`builder`]: the settings, checked when the store is built;
 //! - [`connection`] and [`pool`]: one connection read in place, and the
 //!   bounded connections per server, for both protocols;
-//! - [`pipeline`] and [`detach`]: how calls share round trips, and how an
-//!   exchange outlives a caller that stopped waiting;
+//! - [`meta`] (with its pipeline) and [`detach`]: the meta protocol, how
+//!   its calls share round trips, and how an exchange outlives a caller
+//!   that stopped waiting;
 //! - [`router`]: which server holds a key;
 //! - [`protocol`]: the choice between the two protocols;
 //! - [`errors`]: the `memcache` client's errors (its health check) as
@@ -18,7 +19,6 @@ mod connection;
 mod detach;
 mod errors;
 mod meta;
-mod pipeline;
 mod pool;
 mod protocol;
 mod router;
@@ -33,8 +33,8 @@ use async_trait::async_trait;
 
 pub use self::builder::MemcachedStoreBuilder;
 pub use self::classic::{ClassicStore, ClassicStoreBuilder};
+pub use self::meta::pipeline::PipelineStats;
 use self::meta::MetaStore;
-pub use self::pipeline::PipelineStats;
 pub use self::protocol::Protocol;
 pub use self::router::ClientRouter;
 #[cfg(feature = "config")]
@@ -54,7 +54,7 @@ pub const DEFAULT_PIPELINE_DEPTH: usize = 4;
 
 /// The most operations one pipelined batch carries, by default
 /// ([`MemcachedStoreBuilder::pipeline_batch`]).
-pub const DEFAULT_PIPELINE_BATCH: usize = self::pipeline::DEFAULT_BATCH_OPS;
+pub const DEFAULT_PIPELINE_BATCH: usize = self::meta::pipeline::DEFAULT_BATCH_OPS;
 
 /// How long past its I/O timeout an exchange whose caller stopped waiting
 /// goes on in the background by default, to read its replies and keep its

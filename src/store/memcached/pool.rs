@@ -6,7 +6,7 @@
 //! until the connection is back on the idle stack or closed, so the
 //! connections open to a server never exceed its slots, whatever the
 //! server does: a server that hangs holds its slots' exchanges until it
-//! answers (see [`detached`](super::super::detach)), and later calls wait
+//! answers (see [`detached`](super::detach)), and later calls wait
 //! for a slot instead of dialing.
 
 use std::sync::atomic::AtomicU64;

@@ -1,6 +1,6 @@
 //! The meta-protocol backend of a [`MemcachedStore`](super::MemcachedStore):
 //! every call is one exchange of [`request`]s and [`reply`]s on a pooled
-//! connection ([`exchange`]), pipelined with the calls in flight toward
+//! connection ([`exchange`](mod@exchange)), pipelined with the calls in flight toward
 //! the same server.
 //!
 //! The requests are encoded and the replies parsed here rather than by the
@@ -12,6 +12,7 @@
 //! (measured with callgrind; BENCHMARKS.md, section 6).
 
 pub(super) mod exchange;
+pub(super) mod pipeline;
 pub(super) mod reply;
 pub(super) mod request;
 
@@ -21,11 +22,12 @@ use std::time::Duration;
 use memcache::exp::AsyncMetaClient;
 
 use self::exchange::{checkout, exchange, Answers};
+use self::pipeline::{Pipeline, PipelineStats};
 use self::reply::Reply;
 use self::request::Request;
 use super::detach::detached;
 use super::errors::to_store_error;
-use super::pipeline::{Pipeline, PipelineStats};
+
 use super::pool::Pools;
 use super::router::ClientRouter;
 use super::wire::wire_ttl;

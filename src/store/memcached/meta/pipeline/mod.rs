@@ -1,4 +1,4 @@
-//! Auto-pipelining for [`MemcachedStore`](super::MemcachedStore): the calls
+//! Auto-pipelining for [`MemcachedStore`](crate::store::MemcachedStore): the calls
 //! in flight at the same moment toward one server share one pipelined
 //! batch, so throughput under concurrency approaches what memcached serves
 //! on a few busy connections instead of costing one connection per call.
@@ -21,7 +21,7 @@
 //!
 //! A job's operations stay contiguous and in order within a batch, so an
 //! increment is still read back by the reads that follow it. Results are
-//! attributed per operation (see [`exchange`](super::meta::exchange): a
+//! attributed per operation (see [`exchange`](mod@super::exchange): a
 //! written operation that was not answered is ambiguous), so a batch
 //! failing part way gives each job exactly its own operations' errors.
 //! Nothing is retried.
@@ -40,7 +40,7 @@
 //! and a batch already sent goes on until its replies are read (within the
 //! exchange's bound), whether it runs on a spawned task or in the
 //! future of a call that took a free slot (then it is
-//! [`detached`](super::detach)). Its connection then goes back to the
+//! [`detached`](crate::store::memcached::detach)). Its connection then goes back to the
 //! pool, so against a server that hangs a lane holds at most `depth`
 //! connections and dials no more. A queued job is never left without a task to send it: if
 //! the runtime shuts down under it, the job fails with a
@@ -60,18 +60,18 @@ use tokio::sync::oneshot;
 use self::slot::{InlineSlot, Slot};
 pub use self::stats::PipelineStats;
 use self::stats::Stats;
-use super::detach::detached;
-use super::meta::exchange::{checkout, exchange, Answers};
-use super::meta::request::Request;
-use super::pool::Pools;
+use super::exchange::{checkout, exchange, Answers};
+use super::request::Request;
 use crate::error::{StoreError, StoreErrorKind};
+use crate::store::memcached::detach::detached;
+use crate::store::memcached::pool::Pools;
 
 /// The most operations one batch carries by default (a bigger job goes out
 /// alone). With 64 sliding-window
 /// decisions of about 4 operations each in flight, 128 gave about twice
 /// the decisions/s of 2,048 (see `bench/`); where memcached shares a CPU
 /// with its client, bigger batches pay (see
-/// [`MemcachedStoreBuilder::pipeline_batch`](super::MemcachedStoreBuilder::pipeline_batch)).
+/// [`MemcachedStoreBuilder::pipeline_batch`](crate::store::MemcachedStoreBuilder::pipeline_batch)).
 pub(crate) const DEFAULT_BATCH_OPS: usize = 128;
 
 /// One job's results: one per operation, in order. The outer error means
