@@ -28,7 +28,7 @@ use crate::store::patience::Patience;
 /// cannot keep it from firing. While it polls the work, it declares its
 /// limit ([`Patience`]), so a store call inside arms no timer of its own
 /// that could only fire later.
-pub(crate) fn timeout<F: Future>(limit: Duration, work: F) -> Timeout<F> {
+pub(crate) fn timeout<F>(limit: Duration, work: F) -> Timeout<F> {
     Timeout {
         work,
         timer: None,
@@ -86,11 +86,7 @@ pin_project! {
 impl<F> WithinDeadline<F> {
     pub(crate) fn new(deadline: Duration, work: F) -> Self {
         Self {
-            timed: Timeout {
-                work,
-                timer: None,
-                limit: deadline,
-            },
+            timed: timeout(deadline, work),
         }
     }
 }

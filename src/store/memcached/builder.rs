@@ -262,7 +262,6 @@ impl MemcachedStoreBuilder {
             let depth = self.pipeline_depth.min(self.max_connections);
             Pipeline::new(
                 Arc::clone(&pools),
-                self.servers.clone(),
                 exchange_bound,
                 depth,
                 self.pipeline_batch,
@@ -270,7 +269,6 @@ impl MemcachedStoreBuilder {
         });
         Ok(MetaStore {
             client,
-            servers: self.servers.clone().into(),
             pools,
             pipeline,
             io_timeout: self.io_timeout,

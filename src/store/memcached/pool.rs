@@ -22,7 +22,6 @@ use crate::error::StoreError;
 /// One server's connections.
 #[derive(Debug)]
 struct ServerPool {
-    address: String,
     idle: Mutex<Vec<Connection>>,
     slots: Arc<Semaphore>,
 }
@@ -30,6 +29,8 @@ struct ServerPool {
 /// The connections of every server of a store.
 #[derive(Debug)]
 pub(super) struct Pools {
+    /// The servers' addresses, as configured, in placement order.
+    addresses: Vec<String>,
     servers: Vec<ServerPool>,
     max_connections: usize,
     max_idle: usize,
@@ -44,6 +45,7 @@ pub(super) type Slot = OwnedSemaphorePermit;
 /// A connection taken from a server's pool, with its slot.
 #[derive(Debug)]
 pub(super) struct Checkout {
+    server: usize,
     connection: Connection,
     slot: Slot,
 }
@@ -56,10 +58,10 @@ impl Pools {
         connect_timeout: Duration,
     ) -> Self {
         Self {
+            addresses: servers.to_vec(),
             servers: servers
                 .iter()
-                .map(|address| ServerPool {
-                    address: address.clone(),
+                .map(|_| ServerPool {
                     idle: Mutex::default(),
                     slots: Arc::new(Semaphore::new(max_connections)),
                 })
@@ -71,31 +73,44 @@ impl Pools {
         }
     }
 
+    /// The servers' addresses, in placement order.
+    pub(super) fn addresses(&self) -> &[String] {
+        &self.addresses
+    }
+
+    /// `server`'s address.
+    pub(super) fn address(&self, server: usize) -> &str {
+        &self.addresses[server]
+    }
+
     /// A slot and a connection to `server`: an idle one, or a new one.
-    /// Nothing has been sent when this fails.
+    /// Nothing has been sent when this fails; the error names the server.
     pub(super) async fn checkout(&self, server: usize) -> Result<Checkout, StoreError> {
-        let pool = &self.servers[server];
+        let address = self.address(server);
         let slot = take_slot(
-            &pool.slots,
+            &self.servers[server].slots,
             self.connect_timeout,
             self.max_connections,
-            &pool.address,
+            address,
         )
         .await?;
         let connection = match self.idle(server) {
             Some(connection) => connection,
             // Dialing is rare: boxed, so that every exchange's future does
             // not carry it.
-            None => {
-                Box::pin(Connection::open(
-                    &pool.address,
-                    self.connect_timeout,
-                    Arc::clone(&self.round_trips),
-                ))
-                .await?
-            }
+            None => Box::pin(Connection::open(
+                address,
+                self.connect_timeout,
+                Arc::clone(&self.round_trips),
+            ))
+            .await
+            .map_err(|error| error.at(address))?,
         };
-        Ok(Checkout { connection, slot })
+        Ok(Checkout {
+            server,
+            connection,
+            slot,
+        })
     }
 
     /// An idle connection to `server` that is still fit for use; the
@@ -129,6 +144,11 @@ impl Pools {
 }
 
 impl Checkout {
+    /// The server it is a connection to.
+    pub(super) fn server(&self) -> usize {
+        self.server
+    }
+
     /// The connection and its slot, apart.
     pub(super) fn into_parts(self) -> (Connection, Slot) {
         (self.connection, self.slot)

@@ -142,14 +142,9 @@ impl ClassicStore {
         T: Send + 'static,
     {
         let address = self.servers[server].as_str();
-        let checkout = self
-            .pools
-            .checkout(server)
-            .await
-            .map_err(|error| error.at(address))?;
+        let checkout = self.pools.checkout(server).await?;
         let exchange = detached(exchange(
             Arc::clone(&self.pools),
-            server,
             checkout,
             self.exchange_bound,
             work,
@@ -205,7 +200,6 @@ impl ClassicStore {
 /// otherwise, since its stream may then be mid-reply.
 async fn exchange<T, F, Fut>(
     pools: Arc<Pools>,
-    server: usize,
     checkout: Checkout,
     bound: Duration,
     work: F,
@@ -214,6 +208,7 @@ where
     F: FnOnce(Connection) -> Fut,
     Fut: Future<Output = Result<(Connection, T), StoreError>>,
 {
+    let server = checkout.server();
     let (connection, slot) = checkout.into_parts();
     match tokio::time::timeout(bound, work(connection)).await {
         Ok(Ok((connection, value))) => {

@@ -15,6 +15,7 @@
 //!
 //! The connection goes back to the pool only when every reply was read.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -23,6 +24,7 @@ use super::reply::{read, Failure, Reply};
 use super::request::{Request, Verb};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::connection::Connection;
+use crate::store::memcached::detach::detached;
 use crate::store::memcached::pool::{Checkout, Pools};
 
 /// One request's answers: one per operation, in order.
@@ -34,30 +36,16 @@ enum Stop {
     Broken(StoreError),
 }
 
-/// A connection to `server` (at `address`) and its slot, for
-/// [`exchange`]: nothing is sent yet, so a caller that stops waiting here
-/// costs nothing.
-pub(crate) async fn checkout(
-    pools: &Pools,
-    server: usize,
-    address: &str,
-) -> Result<Checkout, StoreError> {
-    pools
-        .checkout(server)
-        .await
-        .map_err(|error| error.at(address))
-}
-
-/// Runs `requests` on `checkout`, a connection to `server` (at `address`),
-/// within `bound`: one answer list per request.
+/// Runs `requests` on `checkout`, a connection from `pools`, within
+/// `bound`: one answer list per request.
 pub(crate) async fn exchange(
     pools: &Pools,
     checkout: Checkout,
-    server: usize,
-    address: &str,
     requests: &[&Request],
     bound: Duration,
 ) -> Vec<Answers> {
+    let server = checkout.server();
+    let address = pools.address(server);
     let (mut connection, slot) = checkout.into_parts();
     let mut answers: Vec<Answers> = requests
         .iter()
@@ -85,6 +73,25 @@ pub(crate) async fn exchange(
         }
     }
     answers
+}
+
+/// [`exchange`] of one request, run [`detached`]: a caller that stops
+/// waiting leaves it to read its replies and keep its connection. `held`
+/// (a batch slot, say) is kept until it ends, whether its caller still
+/// waits or not.
+pub(crate) async fn exchange_one(
+    pools: Arc<Pools>,
+    checkout: Checkout,
+    request: Request,
+    bound: Duration,
+    held: impl Send + 'static,
+) -> Answers {
+    detached(async move {
+        let mut answers = exchange(&pools, checkout, &[&request], bound).await;
+        drop(held);
+        answers.pop().unwrap_or_default()
+    })
+    .await
 }
 
 /// Writes every request in one write, then reads the replies into

@@ -21,11 +21,10 @@ use std::time::Duration;
 
 use memcache::exp::AsyncMetaClient;
 
-use self::exchange::{checkout, exchange, Answers};
+use self::exchange::{exchange_one, Answers};
 use self::pipeline::{Pipeline, PipelineStats};
 use self::reply::Reply;
 use self::request::Request;
-use super::detach::detached;
 use super::errors::to_store_error;
 
 use super::pool::Pools;
@@ -44,8 +43,7 @@ use crate::store::{
 pub(super) struct MetaStore {
     /// The `memcache` crate's client, for the health check.
     pub(super) client: AsyncMetaClient,
-    pub(super) servers: Arc<[String]>,
-    /// Per server, the connections and their slots.
+    /// Per server, its address, connections and their slots.
     pub(super) pools: Arc<Pools>,
     /// `None` when pipelining is off.
     pub(super) pipeline: Option<Pipeline>,
@@ -73,7 +71,7 @@ impl MetaStore {
             format!("did not answer within {:?}", self.io_timeout),
         );
         let error = match server {
-            Some(server) => error.at(&self.servers[server]),
+            Some(server) => error.at(self.pools.address(server)),
             None => error,
         };
         if writes {
@@ -97,15 +95,14 @@ impl MetaStore {
     /// The server index of a call on `first` and `rest`, if they all live
     /// on one server (keys sharing a routing prefix always do).
     fn lane(&self, first: &[u8], rest: &[Vec<u8>]) -> Option<usize> {
-        if self.servers.len() == 1 {
+        let servers = self.pools.addresses();
+        if servers.len() == 1 {
             return Some(0);
         }
         let prefix = routing_prefix(first);
-        let home = ClientRouter::place(first, &self.servers);
+        let home = ClientRouter::place(first, servers);
         rest.iter()
-            .all(|key| {
-                routing_prefix(key) == prefix || ClientRouter::place(key, &self.servers) == home
-            })
+            .all(|key| routing_prefix(key) == prefix || ClientRouter::place(key, servers) == home)
             .then_some(home)
     }
 
@@ -150,23 +147,13 @@ impl MetaStore {
     }
 
     /// Runs `request` on `server` outside the pipeline: it takes a
-    /// connection slot first, then runs [`detached`], so a caller that
-    /// stops waiting once it is sent leaves the exchange to finish and
-    /// keep its connection.
+    /// connection slot first, then runs the exchange detached
+    /// ([`exchange_one`]), so a caller that stops waiting once it is sent
+    /// leaves the exchange to finish and keep its connection.
     async fn direct(&self, server: usize, request: Request) -> Result<Answers, StoreError> {
-        let checkout = checkout(&self.pools, server, &self.servers[server]).await?;
-        let (pools, servers, bound) = (
-            Arc::clone(&self.pools),
-            Arc::clone(&self.servers),
-            self.exchange_bound,
-        );
-        detached(async move {
-            let requests = [&request];
-            let address = servers[server].as_str();
-            let mut answers = exchange(&pools, checkout, server, address, &requests, bound).await;
-            Ok(answers.pop().unwrap_or_default())
-        })
-        .await
+        let checkout = self.pools.checkout(server).await?;
+        let pools = Arc::clone(&self.pools);
+        Ok(exchange_one(pools, checkout, request, self.exchange_bound, ()).await)
     }
 
     /// Runs `request`, whose keys live on several servers, as one exchange
@@ -176,7 +163,7 @@ impl MetaStore {
         let keys = std::iter::once(first).chain(rest.iter().map(Vec::as_slice));
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         for (at, key) in keys.enumerate() {
-            let server = ClientRouter::place(key, &self.servers);
+            let server = ClientRouter::place(key, self.pools.addresses());
             match groups.iter_mut().find(|(home, _)| *home == server) {
                 Some((_, positions)) => positions.push(at),
                 None => groups.push((server, vec![at])),

@@ -40,7 +40,7 @@ pub(crate) enum Failure {
 pub(crate) async fn read(connection: &mut Connection, verb: Verb) -> Result<Reply, Failure> {
     let line = connection.next_line().await.map_err(Failure::Broken)?;
     let header = Header::parse(line, verb)?;
-    let Some(length) = header.length else {
+    let (Some(length), &Reply::Value { cas, .. }) = (header.length, &header.reply) else {
         return Ok(header.reply);
     };
     let data = connection
@@ -55,17 +55,16 @@ pub(crate) async fn read(connection: &mut Connection, verb: Verb) -> Result<Repl
         Some(number) => Reply::Number(number),
         None => Reply::Value {
             data: data.to_vec(),
-            cas: header.cas,
+            cas,
         },
     })
 }
 
-/// A reply line, read: what it says, and the length of the data block
-/// that follows it, if any.
+/// A reply line, read: what it says (a `VA` with its data still to come),
+/// and the length of the data block that follows it, if any.
 struct Header {
     reply: Reply,
     length: Option<usize>,
-    cas: Option<u64>,
 }
 
 impl Header {
@@ -124,7 +123,7 @@ impl Header {
                 &format!("a reply of the wrong kind for {verb:?}"),
             ));
         }
-        Ok(Self { reply, length, cas })
+        Ok(Self { reply, length })
     }
 }
 

@@ -60,10 +60,9 @@ use tokio::sync::oneshot;
 use self::slot::{InlineSlot, Slot};
 pub use self::stats::PipelineStats;
 use self::stats::Stats;
-use super::exchange::{checkout, exchange, Answers};
+use super::exchange::{exchange, exchange_one, Answers};
 use super::request::Request;
 use crate::error::{StoreError, StoreErrorKind};
-use crate::store::memcached::detach::detached;
 use crate::store::memcached::pool::Pools;
 
 /// The most operations one batch carries by default (a bigger job goes out
@@ -111,7 +110,6 @@ impl Lane {
 
 struct Inner {
     pools: Arc<Pools>,
-    servers: Vec<String>,
     /// How long one batch's exchange may take, its replies included.
     bound: Duration,
     lanes: Box<[Mutex<Lane>]>,
@@ -128,22 +126,14 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline over the connections of `pools`, to `servers` in the
-    /// same order, with up to `depth` (at least 1) batches in flight per
-    /// server, each of at most `batch_ops` operations (at least 1) and
-    /// taking at most `bound`.
-    pub(crate) fn new(
-        pools: Arc<Pools>,
-        servers: Vec<String>,
-        bound: Duration,
-        depth: usize,
-        batch_ops: usize,
-    ) -> Self {
-        let lanes = servers.iter().map(|_| Mutex::default()).collect();
+    /// A pipeline over the connections of `pools`, a lane per server, with
+    /// up to `depth` (at least 1) batches in flight per server, each of at
+    /// most `batch_ops` operations (at least 1) and taking at most `bound`.
+    pub(crate) fn new(pools: Arc<Pools>, bound: Duration, depth: usize, batch_ops: usize) -> Self {
+        let lanes = pools.addresses().iter().map(|_| Mutex::default()).collect();
         Self {
             inner: Arc::new(Inner {
                 pools,
-                servers,
                 bound,
                 lanes,
                 depth: depth.max(1),
@@ -172,20 +162,10 @@ impl Pipeline {
                     inner: Arc::clone(inner),
                     lane,
                 };
-                let server = inner.servers[lane].as_str();
-                let checkout = checkout(&inner.pools, lane, server).await?;
+                let checkout = inner.pools.checkout(lane).await?;
                 inner.stats.batch(1, request.len());
-                return detached(async move {
-                    let inner = &slot.inner;
-                    let server = inner.servers[lane].as_str();
-                    let requests = [&request];
-                    let mut answers =
-                        exchange(&inner.pools, checkout, lane, server, &requests, inner.bound)
-                            .await;
-                    drop(slot);
-                    Ok(answers.pop().unwrap_or_default())
-                })
-                .await;
+                let pools = Arc::clone(&inner.pools);
+                return Ok(exchange_one(pools, checkout, request, inner.bound, slot).await);
             }
             Admission::Queued { writes, answer } => (writes, answer),
         };
@@ -199,7 +179,7 @@ impl Pipeline {
                     format!(
                         "the pipelined batch to memcached {} was dropped before it was answered \
                          (its tokio runtime shut down)",
-                        inner.servers[lane]
+                        inner.pools.address(lane)
                     ),
                 );
                 Err(if writes { error.ambiguous() } else { error })
@@ -247,9 +227,8 @@ impl Inner {
         lane: usize,
         requests: &[&Request],
     ) -> Result<Vec<Answers>, StoreError> {
-        let server = self.servers[lane].as_str();
-        let checkout = checkout(&self.pools, lane, server).await?;
-        Ok(exchange(&self.pools, checkout, lane, server, requests, self.bound).await)
+        let checkout = self.pools.checkout(lane).await?;
+        Ok(exchange(&self.pools, checkout, requests, self.bound).await)
     }
 
     /// Sends `jobs` as one batch and answers each with its own results.
@@ -345,7 +324,7 @@ impl Inner {
             format!(
                 "no task left to send the pipelined call to memcached {} (its tokio runtime \
                  shut down); nothing was sent",
-                self.servers[lane]
+                self.pools.address(lane)
             ),
         );
         for job in jobs {
