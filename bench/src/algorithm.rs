@@ -16,7 +16,7 @@ use crate::{LOG_QUOTA, OPEN_QUOTA};
 pub struct Case(pub memcache_ratelimit::Algorithm);
 
 /// What a benchmark sets beyond the library's defaults.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Setup {
     /// The compare-and-swap algorithms' policy; the library's default if
     /// `None`.

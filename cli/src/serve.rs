@@ -9,7 +9,7 @@ use memcache_ratelimit::limiter::FailurePolicy;
 use memcache_ratelimit::store::{Protocol, DEFAULT_PIPELINE_BATCH, DEFAULT_PIPELINE_DEPTH};
 use memcache_ratelimit_server::resp::Limits;
 use memcache_ratelimit_server::{
-    Server, ServerConfig, StoreChoice, DEFAULT_LIMITS, DEFAULT_LISTEN,
+    Server, ServerConfig, StoreChoice, DEFAULT_KNOWN_STATES, DEFAULT_LIMITS, DEFAULT_LISTEN,
 };
 
 /// How to serve.
@@ -61,6 +61,12 @@ pub struct ServeArgs {
     /// command and outcome, their latency, store failures).
     #[arg(long)]
     metrics: Option<String>,
+    /// The most keys whose bucket state the server remembers, for all
+    /// parameter sets together (about 180 bytes a key), so that an
+    /// allowed decision on a bucket it wrote last is one memcached write,
+    /// without a read first; 0 remembers none (every decision reads).
+    #[arg(long, default_value_t = DEFAULT_KNOWN_STATES)]
+    known_states: usize,
     /// Worker threads; the number of cores by default. With 1, one thread
     /// serves everything.
     #[arg(long)]
@@ -139,6 +145,7 @@ fn config(args: ServeArgs) -> Result<(ServerConfig, Option<usize>), String> {
         on_failure,
         metrics: args.metrics,
         shutdown_grace: Duration::from_secs(10),
+        known_states: args.known_states,
     };
     Ok((config, args.threads))
 }

@@ -46,6 +46,11 @@ pub enum StoreChoice {
     },
 }
 
+/// How many keys' bucket states the server remembers by default, for all
+/// its limiters together (see [`ServerConfig::known_states`]): about
+/// 180 bytes a key, so at most about 47 MB.
+pub const DEFAULT_KNOWN_STATES: usize = 262_144;
+
 /// A server's settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -65,6 +70,13 @@ pub struct ServerConfig {
     /// How long a stopping server waits for its connections to finish the
     /// commands they have read.
     pub shutdown_grace: Duration,
+    /// The most keys whose bucket state (and its version in the store) the
+    /// server's compare-and-swap limiters remember together, so that an
+    /// allowed decision on a key the server wrote last is one write,
+    /// without a read first
+    /// ([`CasPolicy::known_states_shared`](memcache_ratelimit::algorithm::CasPolicy::known_states_shared));
+    /// 0 remembers none.
+    pub known_states: usize,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +90,7 @@ impl Default for ServerConfig {
             on_failure: FailurePolicy::default(),
             metrics: None,
             shutdown_grace: Duration::from_secs(10),
+            known_states: DEFAULT_KNOWN_STATES,
         }
     }
 }

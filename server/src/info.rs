@@ -88,6 +88,8 @@ fn write_section(out: &mut String, section: &str, shared: &Shared) {
             line("store", &shared.store);
             line("on_failure", &format!("{:?}", shared.config.on_failure));
             line("limiters", &shared.limiters.len());
+            line("known_states", &shared.limiters.known_states());
+            line("known_states_max", &shared.config.known_states);
             line("store_errors", &failures.store_errors);
             line("store_deadlines", &failures.deadlines);
             line("failures_absorbed", &failures.absorbed);

@@ -24,5 +24,5 @@ mod session;
 mod shared;
 mod stats;
 
-pub use config::{ServerConfig, StoreChoice, DEFAULT_LIMITS, DEFAULT_LISTEN};
+pub use config::{ServerConfig, StoreChoice, DEFAULT_KNOWN_STATES, DEFAULT_LIMITS, DEFAULT_LISTEN};
 pub use server::{Server, StartError};

@@ -7,12 +7,17 @@
 //! names its keys), so the server keeps one per parameter set, up to
 //! [`Limiters::CAPACITY`]; past that it starts again from empty, which only
 //! costs rebuilding the limiters in use: their state is in the store.
+//!
+//! The compare-and-swap limiters remember the bucket states they last saw
+//! within one bound for all of them ([`SharedKnownStates`]), so that the
+//! server's memory does not grow with the number of parameter sets.
 
 use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use memcache_ratelimit::algorithm::{CasPolicy, SharedKnownStates};
 use memcache_ratelimit::limiter::{DeniedRequests, FailurePolicy, LimiterStats};
 use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{Algorithm, Decision, LimiterSpec, Quota, RateLimiter};
@@ -55,6 +60,8 @@ impl LimiterKey {
 pub struct Limiters {
     store: Arc<dyn Store>,
     failure: FailurePolicy,
+    /// The bound on the bucket states the limiters remember together.
+    known_states: SharedKnownStates,
     /// Read on every decision, written once per parameter set.
     built: RwLock<foldhash::HashMap<LimiterKey, Arc<RateLimiter>>>,
     /// The statistics of limiters dropped when the cache started again,
@@ -66,11 +73,14 @@ impl Limiters {
     /// The most limiters kept at once.
     pub const CAPACITY: usize = 4096;
 
-    /// Limiters on `store`, deciding by `failure` when the store fails.
-    pub fn new(store: Arc<dyn Store>, failure: FailurePolicy) -> Self {
+    /// Limiters on `store`, deciding by `failure` when the store fails,
+    /// remembering the states of at most about `known_states` keys
+    /// together.
+    pub fn new(store: Arc<dyn Store>, failure: FailurePolicy, known_states: usize) -> Self {
         Self {
             store,
             failure,
+            known_states: SharedKnownStates::new(known_states),
             built: RwLock::new(foldhash::HashMap::default()),
             retired: Mutex::new(LimiterStats::default()),
         }
@@ -84,6 +94,7 @@ impl Limiters {
         let spec = LimiterSpec::new(key.algorithm, key.quota)
             .namespace(key.namespace)
             .on_failure(self.failure)
+            .cas_policy(CasPolicy::default().known_states_shared(&self.known_states))
             .denied_requests(if key.denied_counted {
                 DeniedRequests::Counted
             } else {
@@ -132,6 +143,11 @@ impl Limiters {
         read(&self.built)
             .values()
             .fold(retired, |total, limiter| total.plus(limiter.stats()))
+    }
+
+    /// How many keys' states the limiters remember now.
+    pub fn known_states(&self) -> usize {
+        self.known_states.held()
     }
 
     /// How many limiters are kept now.

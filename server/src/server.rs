@@ -74,7 +74,7 @@ impl Server {
                     source,
                 })?;
         let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-        let limiters = Limiters::new(store, config.on_failure);
+        let limiters = Limiters::new(store, config.on_failure, config.known_states);
         let metrics = config.metrics.clone();
         let shared = Arc::new(Shared::new(config, limiters, port, name, memcached));
         if let Some(address) = metrics {

@@ -52,7 +52,12 @@ impl RateLimiter {
             repairs: repairs.clone(),
             clock: spec.clock.clone(),
         };
-        let engine = Engine::new(spec.algorithm, settings, spec.cas, spec.sealed_cache)?;
+        let engine = Engine::new(
+            spec.algorithm,
+            settings,
+            spec.cas.clone(),
+            spec.sealed_cache,
+        )?;
         let failures = Failures::new(spec.failure, Self::stand_in(&spec)?)?;
         Ok(Self {
             spec,

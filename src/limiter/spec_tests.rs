@@ -55,7 +55,7 @@ fn builder_setters_write_into_its_spec() {
 
     let bucket = TokenBucket::builder(quota("10/minute"), store())
         .capacity(3)
-        .cas_policy(cas);
+        .cas_policy(cas.clone());
     assert_eq!(
         bucket.spec().algorithm(),
         Algorithm::TokenBucket { capacity: Some(3) }

@@ -44,7 +44,7 @@ impl CasSettings {
         };
         builder
             .strict(self.strict)
-            .cas_policy(self.policy)
+            .cas_policy(self.policy.clone())
             .deadline(self.deadline)
             .build()
             .unwrap()

@@ -128,6 +128,40 @@ fn pipelined_commands_share_memcached_round_trips() {
     assert_eq!(info_field(&served, "cas_stale"), 0);
 }
 
+/// `--known-states` bounds the bucket states the server remembers, for
+/// all its limiters together: past the bound a decision reads first, and
+/// with 0 every decision reads.
+#[test]
+fn the_known_states_stay_within_their_bound() {
+    let memcached = Memcached::start();
+    let bounded = Served::start(&["--servers", &memcached.address(), "--known-states", "64"]);
+    let none = Served::start(&["--servers", &memcached.address(), "--known-states", "0"]);
+    let buckets = 1_000;
+    let decide_all = |served: &Served, period: u32| {
+        let mut stream = BufReader::new(TcpStream::connect(&served.address).unwrap());
+        let mut input = String::new();
+        for i in 0..buckets {
+            input.push_str(&format!("RL.PREDUCE bucket-{i} 5 {period}\r\n"));
+        }
+        stream.get_mut().write_all(input.as_bytes()).unwrap();
+        for _ in 0..buckets {
+            let mut line = String::new();
+            stream.read_line(&mut line).unwrap();
+            assert_eq!(line, ":5\r\n");
+        }
+    };
+    // Two parameter sets: two limiters sharing the one bound.
+    decide_all(&bounded, 60_000);
+    decide_all(&bounded, 30_000);
+    let known = info_field(&bounded, "known_states");
+    assert_eq!(info_field(&bounded, "known_states_max"), 64);
+    // The bound, plus at most two keys per shard (16) of each limiter.
+    assert!((1..=64 + 2 * 2 * 16).contains(&known), "{known} known");
+    decide_all(&none, 20_000);
+    assert_eq!(info_field(&none, "known_states"), 0);
+    assert_eq!(info_field(&none, "cas_known"), 0);
+}
+
 /// `--pipeline-depth` and `--pipeline-batch` shape the memcached batches:
 /// with one batch in flight and room for 1,024 operations, the calls of 256
 /// pipelined commands share batches of more than the default's 128,

@@ -31,7 +31,12 @@
 //! (split over shards). Entries go into the current generation; when it is
 //! full it becomes the previous one and the old previous one is dropped,
 //! so the keys used recently stay and a key idle for long is forgotten, at
-//! a constant cost per call. Forgetting costs only a read.
+//! a constant cost per call. Forgetting costs only a read. Limiters that
+//! share one bound ([`SharedKnownStates`]) count their keys together, and
+//! one that remembers a new key while together they hold the bound first
+//! drops its own previous generation in that key's shard.
+//!
+//! [`SharedKnownStates`]: super::SharedKnownStates
 //!
 //! [`Store::put_versioned`]: crate::store::Store::put_versioned
 
@@ -41,6 +46,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hashbrown::HashTable;
 
+use super::policy::SharedKnownStates;
 use crate::key::KeyHasher;
 
 /// How many shards the keys are spread over, so threads deciding on
@@ -88,6 +94,8 @@ pub(super) struct KnownStates<S> {
     shards: Box<[Mutex<Generations<S>>]>,
     /// The most keys one generation of one shard holds.
     per_generation: usize,
+    /// The bound shared with other limiters, counting this one's keys.
+    shared: Option<SharedKnownStates>,
     hasher: KeyHasher,
     /// Recent tries on a known state, and how many of them were stale.
     tried: AtomicU32,
@@ -99,11 +107,19 @@ pub(super) struct KnownStates<S> {
 impl<S: Clone> KnownStates<S> {
     /// Room for about `capacity` keys; 0 keeps none (every decision
     /// reads).
+    #[cfg(test)]
     pub(super) fn new(capacity: usize) -> Self {
+        Self::within(capacity, None)
+    }
+
+    /// Room for about `capacity` keys, and, with `shared`, no more than
+    /// that bound leaves among the limiters sharing it.
+    pub(super) fn within(capacity: usize, shared: Option<SharedKnownStates>) -> Self {
         let shards = if capacity == 0 { 0 } else { SHARDS };
         Self {
             shards: (0..shards).map(|_| Mutex::default()).collect(),
             per_generation: (capacity / 2 / SHARDS).max(1),
+            shared,
             hasher: KeyHasher::random(),
             tried: AtomicU32::new(0),
             stale: AtomicU32::new(0),
@@ -175,9 +191,9 @@ impl<S: Clone> KnownStates<S> {
             return;
         }
         // Known in the previous generation: moved to the current one.
-        let key = match shard.previous.find_entry(hash, matches) {
-            Ok(found) => found.remove().0.key,
-            Err(_) => key.into(),
+        let (key, added) = match shard.previous.find_entry(hash, matches) {
+            Ok(found) => (found.remove().0.key, 0),
+            Err(_) => (key.into(), 1),
         };
         let entry = Entry {
             hash,
@@ -185,15 +201,27 @@ impl<S: Clone> KnownStates<S> {
             state,
             version,
         };
-        if shard.current.len() >= self.per_generation {
+        let shared_full = added == 1 && self.shared.as_ref().is_some_and(|shared| shared.full());
+        if shard.current.len() >= self.per_generation || shared_full {
             // The full generation becomes the previous one; the old
             // previous one is emptied and reused, keeping its room, so
             // the tables never grow again once both are full.
             let generations = &mut *shard;
             std::mem::swap(&mut generations.current, &mut generations.previous);
+            let dropped = generations.current.len();
             generations.current.clear();
+            self.count(dropped, 0);
         }
         shard.current.insert_unique(hash, entry, |entry| entry.hash);
+        self.count(0, added);
+    }
+
+    /// Counts keys dropped and added against the shared bound, if any.
+    fn count(&self, dropped: usize, added: usize) {
+        if let Some(shared) = &self.shared {
+            shared.remove(dropped);
+            shared.add(added);
+        }
     }
 
     /// Forgets `key`'s state: it is no longer what is stored, or may not
@@ -208,7 +236,10 @@ impl<S: Clone> KnownStates<S> {
             found.remove();
         } else if let Ok(found) = shard.previous.find_entry(hash, matches) {
             found.remove();
+        } else {
+            return;
         }
+        self.count(1, 0);
     }
 
     /// How many keys are known now.
@@ -217,10 +248,27 @@ impl<S: Clone> KnownStates<S> {
         self.shards
             .iter()
             .map(|shard| {
-                let shard = shard.lock().unwrap();
+                let shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
                 shard.current.len() + shard.previous.len()
             })
             .sum()
+    }
+}
+
+/// A limiter dropped gives its keys back to the shared bound.
+impl<S> Drop for KnownStates<S> {
+    fn drop(&mut self) {
+        if let Some(shared) = &self.shared {
+            let held = self
+                .shards
+                .iter_mut()
+                .map(|shard| {
+                    let shard = shard.get_mut().unwrap_or_else(PoisonError::into_inner);
+                    shard.current.len() + shard.previous.len()
+                })
+                .sum();
+            shared.remove(held);
+        }
     }
 }
 
@@ -286,6 +334,62 @@ mod tests {
             .count();
         assert_eq!(recent, capacity / 4);
         assert_eq!(read(&states, b"key0"), None);
+    }
+
+    #[test]
+    fn limiters_sharing_a_bound_hold_no_more_than_it_together() {
+        let bound = 3_200;
+        let shared = SharedKnownStates::new(bound);
+        let first = KnownStates::within(bound, Some(shared.clone()));
+        let second = KnownStates::within(bound, Some(shared.clone()));
+        // Each alone may fill the bound; together they stay within it,
+        // plus the two keys per shard of each that a rotation may leave.
+        for i in 0..50_000u64 {
+            let states = if i % 3 == 0 { &first } else { &second };
+            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i);
+            assert_eq!(shared.held(), first.len() + second.len(), "at {i}");
+            assert!(
+                shared.held() <= bound + 2 * 2 * SHARDS,
+                "{} at {i}",
+                shared.held()
+            );
+        }
+        assert!(shared.held() >= bound / 2, "{}", shared.held());
+        // Overwriting, moving between generations and forgetting keep the
+        // count; a limiter dropped gives its keys back.
+        second.remember(b"key49999", b"again".to_vec(), 1);
+        first.forget(b"key49998");
+        second.forget(b"never known");
+        assert_eq!(shared.held(), first.len() + second.len());
+        let first_held = first.len();
+        drop(second);
+        assert_eq!(shared.held(), first_held);
+        drop(first);
+        assert_eq!(shared.held(), 0);
+    }
+
+    #[test]
+    fn an_idle_limiter_keeps_its_keys_and_a_busy_one_stays_within_the_rest() {
+        let bound = 3_200;
+        let shared = SharedKnownStates::new(bound);
+        let idle = KnownStates::<Vec<u8>>::within(bound, Some(shared.clone()));
+        for i in 0..bound as u64 {
+            idle.remember(format!("idle{i}").as_bytes(), vec![], i);
+        }
+        let idle_held = idle.len();
+        let busy = KnownStates::within(bound, Some(shared.clone()));
+        for i in 0..10_000u64 {
+            busy.remember(format!("busy{i}").as_bytes(), vec![], i);
+            assert!(
+                shared.held() <= bound + 2 * 2 * SHARDS,
+                "{} at {i}",
+                shared.held()
+            );
+        }
+        assert_eq!(idle.len(), idle_held);
+        // The latest key is still known: a rotation keeps the key it
+        // makes room for.
+        assert!(read(&busy, b"busy9999").is_some());
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub use self::gcra::{Gcra, Reservation};
 pub use self::hybrid_quota::HybridQuota;
 pub(crate) use self::hybrid_quota::{hybrid_quota, HybridQuotaCore};
 pub(crate) use self::optimistic::CasLimiter;
-pub use self::policy::{CasPolicy, DEFAULT_KNOWN_STATES};
+pub use self::policy::{CasPolicy, SharedKnownStates, DEFAULT_KNOWN_STATES};
 pub use self::sessionize::Sessionize;
 pub(crate) use self::sessionize::{sessionize, SessionizeCore};
 pub(crate) use self::sliding_log::{sliding_log, SlidingLogCore};

@@ -75,6 +75,7 @@ impl<C: CasCore> CasLimiter<C> {
         let engine = Arc::new(Engine {
             store: settings.store.clone(),
             core: core.clone(),
+            known: KnownStates::within(policy.known_states, policy.shared_known_states.clone()),
             policy,
             slack: settings.expiry_slack(),
             skew: i64::try_from(settings.max_clock_skew.as_nanos()).unwrap_or(i64::MAX),
@@ -82,7 +83,6 @@ impl<C: CasCore> CasLimiter<C> {
             clock: settings.clock.clone(),
             counters: Counters::default(),
             combiner: Combiner::new(settings.deadline),
-            known: KnownStates::new(policy.known_states),
         });
         Self {
             settings,

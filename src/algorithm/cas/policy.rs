@@ -1,6 +1,8 @@
 //! [`CasPolicy`]: how hard a compare-and-swap algorithm tries before it
 //! gives up.
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
@@ -26,12 +28,14 @@ use crate::error::ConfigError;
 ///     .build()?;
 /// # Ok::<(), memcache_ratelimit::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CasPolicy {
     pub(super) attempts: u32,
     pub(super) base_backoff: Duration,
     pub(super) max_backoff: Duration,
     pub(super) known_states: usize,
+    /// The bound this limiter's known states share with other limiters'.
+    pub(super) shared_known_states: Option<SharedKnownStates>,
 }
 
 /// How many keys' states a compare-and-swap limiter remembers by default
@@ -66,6 +70,7 @@ impl CasPolicy {
             base_backoff,
             max_backoff,
             known_states: DEFAULT_KNOWN_STATES,
+            shared_known_states: None,
         })
     }
 
@@ -90,6 +95,28 @@ impl CasPolicy {
     #[must_use]
     pub fn known_states(mut self, keys: usize) -> Self {
         self.known_states = keys;
+        self.shared_known_states = None;
+        self
+    }
+
+    /// Remember known states (see [`known_states`](Self::known_states))
+    /// within one bound shared by every limiter built with `shared`: the
+    /// keys they remember together stay within about
+    /// [`SharedKnownStates::keys`], however many limiters there are. A
+    /// process that builds limiters on demand (one per parameter set, as
+    /// the RESP server does) bounds its memory this way.
+    ///
+    /// ```
+    /// use memcache_ratelimit::algorithm::{CasPolicy, SharedKnownStates};
+    ///
+    /// let shared = SharedKnownStates::new(1_000_000);
+    /// let policy = CasPolicy::default().known_states_shared(&shared);
+    /// assert_eq!(policy.known_states_capacity(), 1_000_000);
+    /// ```
+    #[must_use]
+    pub fn known_states_shared(mut self, shared: &SharedKnownStates) -> Self {
+        self.known_states = shared.keys();
+        self.shared_known_states = Some(shared.clone());
         self
     }
 
@@ -127,6 +154,80 @@ impl Default for CasPolicy {
             base_backoff: Duration::from_micros(500),
             max_backoff: Duration::from_millis(10),
             known_states: DEFAULT_KNOWN_STATES,
+            shared_known_states: None,
         }
     }
 }
+
+/// One bound on the keys whose states many compare-and-swap limiters
+/// remember together ([`CasPolicy::known_states_shared`]).
+///
+/// Each limiter keeps its own known states, in two generations per shard
+/// (see [`CasPolicy::known_states`]); with a shared bound, a limiter that
+/// remembers a new key while the limiters together hold
+/// [`keys`](Self::keys) or more first drops its own oldest generation in
+/// that key's shard. The keys held together stay within `keys` plus two
+/// per shard of each limiter. A limiter that sits idle keeps what it holds
+/// until it is dropped, so the busy ones then remember fewer keys (their
+/// decisions read first, as without known states).
+///
+/// ```
+/// use memcache_ratelimit::algorithm::SharedKnownStates;
+///
+/// let shared = SharedKnownStates::new(262_144);
+/// assert_eq!((shared.keys(), shared.held()), (262_144, 0));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SharedKnownStates(Arc<Budget>);
+
+#[derive(Debug)]
+pub(super) struct Budget {
+    keys: usize,
+    held: AtomicUsize,
+}
+
+impl SharedKnownStates {
+    /// A bound of about `keys` keys (0: no limiter remembers any).
+    pub fn new(keys: usize) -> Self {
+        Self(Arc::new(Budget {
+            keys,
+            held: AtomicUsize::new(0),
+        }))
+    }
+
+    /// The bound.
+    pub fn keys(&self) -> usize {
+        self.0.keys
+    }
+
+    /// How many keys the limiters sharing this bound remember now.
+    pub fn held(&self) -> usize {
+        self.0.held.load(Relaxed)
+    }
+
+    /// Whether the limiters together hold the bound or more.
+    pub(super) fn full(&self) -> bool {
+        self.held() >= self.0.keys
+    }
+
+    /// Counts `keys` more remembered.
+    pub(super) fn add(&self, keys: usize) {
+        self.0.held.fetch_add(keys, Relaxed);
+    }
+
+    /// Counts `keys` fewer remembered.
+    pub(super) fn remove(&self, keys: usize) {
+        if keys > 0 {
+            self.0.held.fetch_sub(keys, Relaxed);
+        }
+    }
+}
+
+/// The same bound, not two bounds of the same size.
+impl PartialEq for SharedKnownStates {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedKnownStates {}
