@@ -64,7 +64,8 @@ pub struct ServeArgs {
     /// The most keys whose bucket state the server remembers, for all
     /// parameter sets together (about 180 bytes a key), so that an
     /// allowed decision on a bucket it wrote last is one memcached write,
-    /// without a read first; 0 remembers none (every decision reads).
+    /// without a read first; 0 remembers none (every decision reads). The
+    /// embedded store decides in place and needs none.
     #[arg(long, default_value_t = DEFAULT_KNOWN_STATES)]
     known_states: usize,
     /// Worker threads; the number of cores by default. With 1, one thread
