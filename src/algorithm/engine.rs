@@ -14,7 +14,7 @@ use super::cas::{SlidingLogCore, TokenBucketCore};
 use super::choice::Algorithm;
 use super::inspect::Inspection;
 use super::settings::Settings;
-use super::window::WindowCounter;
+use super::window::{Estimator, WindowCounter};
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 
@@ -33,19 +33,24 @@ pub(crate) enum Engine {
 
 impl Engine {
     /// `algorithm` over `settings`, its parameters checked; `cas` is the
-    /// compare-and-swap algorithms' retry policy and `sealed_cache` the
-    /// sliding window's cache size, each ignored by the others.
+    /// compare-and-swap algorithms' retry policy, `sealed_cache` the
+    /// sliding window's cache size and `estimator` its weighing of the
+    /// oldest sub-window, each ignored by the others.
     pub(crate) fn new(
         algorithm: Algorithm,
         settings: Settings,
         cas: CasPolicy,
         sealed_cache: usize,
+        estimator: Estimator,
     ) -> Result<Self, ConfigError> {
         let quota = settings.quota;
         Ok(match algorithm {
-            Algorithm::SlidingWindow { sub_windows } => {
-                Self::Window(WindowCounter::sliding(settings, sub_windows, sealed_cache)?)
-            }
+            Algorithm::SlidingWindow { sub_windows } => Self::Window(WindowCounter::sliding(
+                settings,
+                sub_windows,
+                sealed_cache,
+                estimator,
+            )?),
             Algorithm::FixedWindow => Self::Window(WindowCounter::fixed(settings)?),
             Algorithm::TokenBucket { capacity } => Self::TokenBucket(CasLimiter::new(
                 settings,

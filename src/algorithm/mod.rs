@@ -43,5 +43,6 @@ pub use self::settings::DeniedRequests;
 pub(crate) use self::settings::Settings;
 pub(crate) use self::window::unix_nanos;
 pub use self::window::{
-    FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, DEFAULT_SUB_WINDOWS, MAX_SUB_WINDOWS,
+    Estimator, FixedWindow, SlidingWindow, DEFAULT_SEALED_CACHE, DEFAULT_SUB_WINDOWS,
+    MAX_MOMENT_COUNT, MAX_SUB_WINDOWS,
 };

@@ -57,6 +57,7 @@ impl RateLimiter {
             settings,
             spec.cas.clone(),
             spec.sealed_cache,
+            spec.estimator,
         )?;
         let failures = Failures::new(spec.failure, Self::stand_in(&spec)?)?;
         Ok(Self {

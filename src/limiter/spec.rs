@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::algorithm::{Algorithm, CasPolicy, DeniedRequests, DEFAULT_SEALED_CACHE};
+use crate::algorithm::{Algorithm, CasPolicy, DeniedRequests, Estimator, DEFAULT_SEALED_CACHE};
 use crate::clock::{Clock, SystemClock};
 use crate::error::ConfigError;
 use crate::key::KeySpace;
@@ -54,6 +54,7 @@ pub struct LimiterSpec {
     pub(crate) failure: FailurePolicy,
     pub(crate) cas: CasPolicy,
     pub(crate) sealed_cache: usize,
+    pub(crate) estimator: Estimator,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
@@ -71,6 +72,7 @@ impl LimiterSpec {
             failure: FailurePolicy::default(),
             cas: CasPolicy::default(),
             sealed_cache: DEFAULT_SEALED_CACHE,
+            estimator: Estimator::default(),
             clock: Arc::new(SystemClock),
         }
     }
@@ -154,6 +156,19 @@ impl LimiterSpec {
     pub fn sealed_cache(mut self, buckets: usize) -> Self {
         self.sealed_cache = buckets;
         self
+    }
+
+    /// See [`LimiterBuilder::estimator`](crate::LimiterBuilder::estimator); used by the sliding window and
+    /// ignored by the other algorithms.
+    pub fn estimator(mut self, estimator: Estimator) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// The sliding window's estimator (see
+    /// [`LimiterBuilder::estimator`](crate::LimiterBuilder::estimator)).
+    pub fn estimator_choice(&self) -> Estimator {
+        self.estimator
     }
 
     /// See [`LimiterBuilder::clock`](crate::LimiterBuilder::clock).

@@ -22,6 +22,9 @@ pub(crate) struct Buckets {
     history: u32,
     format: &'static str,
     tag: Option<String>,
+    /// Whether the counters are packed (count and offset sum): they are
+    /// named apart, so a counter of one kind is never read as the other.
+    packed: bool,
 }
 
 impl Buckets {
@@ -63,7 +66,17 @@ impl Buckets {
             history,
             format,
             tag,
+            packed: false,
         })
+    }
+
+    /// The same buckets, their counters packed with their offset sums
+    /// (named with the suffix mark `-mom`).
+    pub(crate) fn packed(self) -> Self {
+        Self {
+            packed: true,
+            ..self
+        }
     }
 
     /// How many older buckets are read beside the current one.
@@ -140,6 +153,9 @@ impl Buckets {
             suffix.push(b"-");
             suffix.push(tag.as_bytes());
         }
+        if self.packed {
+            suffix.push(b"-mom");
+        }
         suffix
     }
 }
@@ -186,6 +202,19 @@ mod tests {
         let now = at("2026-11-22T07:10:23Z");
         assert_eq!(buckets.suffix(buckets.index(now)), "202611220710");
         assert_eq!(buckets.elapsed_nanos(now), 23_000_000_000);
+    }
+
+    #[test]
+    fn packed_counters_are_named_apart() {
+        let now = at("2026-11-22T07:10:15Z");
+        let minute = Buckets::new(Duration::from_secs(60), 1, 1)
+            .unwrap()
+            .packed();
+        assert_eq!(minute.suffix(minute.index(now)), "202611220710-mom");
+        let quarter = Buckets::new(Duration::from_secs(60), 4, 4)
+            .unwrap()
+            .packed();
+        assert_eq!(quarter.suffix(quarter.index(now)), "20261122071015-15s-mom");
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
-use super::math::{admits, verdict, Position};
+use super::math::{admits, verdict, Position, Window};
+use super::moment::{self, Estimator};
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
 use crate::algorithm::inspect::{InspectedKey, Inspection};
@@ -36,6 +37,16 @@ pub(crate) struct WindowCounter {
     pub(crate) buckets: Buckets,
     /// Final counts of sealed buckets; `None` reads every bucket every time.
     pub(crate) sealed: Option<SealedCache>,
+    /// How the oldest bucket is weighed; with a moment estimator every
+    /// counter is packed (count and offset sum, [`moment`]).
+    pub(crate) estimator: Estimator,
+}
+
+/// The counts of the buckets read, and for packed counters their offset
+/// sums beside them.
+struct Decoded {
+    counts: Vec<u64>,
+    offsets: Vec<u64>,
 }
 
 impl WindowCounter {
@@ -65,9 +76,17 @@ impl WindowCounter {
             .settings
             .within_deadline(self.settings.store.get_counters(&keys))
             .await?;
-        let counts: Vec<u64> = read.iter().map(|count| count.unwrap_or(0)).collect();
+        let raw: Vec<u64> = read.iter().map(|count| count.unwrap_or(0)).collect();
+        let decoded = self.decode(&keys, raw);
         let limit = self.settings.quota.limit();
-        let seen = verdict(&self.buckets, &counts, now_nanos, true, 1, limit);
+        let seen = verdict(
+            &self.buckets,
+            &self.window(&decoded),
+            now_nanos,
+            true,
+            1,
+            limit,
+        );
         Ok(Inspection {
             limit,
             keys: keys
@@ -75,7 +94,7 @@ impl WindowCounter {
                 .zip(read)
                 .map(|(key, count)| InspectedKey {
                     key: String::from_utf8_lossy(&key).into_owned(),
-                    value: count.map(|count| count.to_string()),
+                    value: count.map(|count| self.describe(count)),
                 })
                 .collect(),
             estimate: Some(seen.used),
@@ -96,6 +115,15 @@ impl WindowCounter {
         let index = self.buckets.index(now);
         let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
+        let at = Position::of(&self.buckets, now);
+        // What the request adds to the current counter: its cost, and on a
+        // packed counter its offset too.
+        let (delta, cell) = if self.estimator.packs() {
+            let cell = moment::cell(at.into, at.len);
+            (moment::delta(cost, cell), cell)
+        } else {
+            (cost, 0)
+        };
 
         // Older buckets whose final count is known locally are not read,
         // and their keys are not even built.
@@ -115,27 +143,27 @@ impl WindowCounter {
         };
         let counted = match call {
             Call::Now(store) => store
-                .increment_now(&current, cost, ttl, &reads)
+                .increment_now(&current, delta, ttl, &reads)
                 .map_err(Error::from),
             Call::Waiting(_) => {
-                let increment = settings.store.increment(&current, cost, ttl, &reads);
+                let increment = settings.store.increment(&current, delta, ttl, &reads);
                 settings.within_deadline(increment).await
             }
         };
         let counters = match counted {
             Err(error) => match not_a_counter(&error) {
-                Some(cause) => repair(settings, &current, &reads, cost, ttl, cause).await?,
+                Some(cause) => repair(settings, &current, &reads, delta, ttl, cause).await?,
                 None => return Err(error),
             },
             Ok(counters) => counters,
         };
 
-        // An increment of `cost` that lands below `cost` went past 2^64
-        // and wrapped: the counter is not a small count but a full one.
-        let wrapped = counters.value < cost;
+        // An increment that lands below itself went past 2^64 and
+        // wrapped: the counter is not a small count but a full one.
+        let wrapped = counters.value < delta;
         counts[0] = if wrapped {
             self.repair_wrap(call, &current, counters.value, ttl).await;
-            limit
+            self.full()
         } else {
             counters.value
         };
@@ -149,19 +177,110 @@ impl WindowCounter {
                 .collect();
             cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
-        let allowed = admits(&counts, Position::of(&self.buckets, now), limit);
+        let mut decoded = self.decode_read(&current, &reads, &read_ages, counts);
+        let allowed = admits(&self.window(&decoded), at, limit);
 
         let allowed = allowed && !wrapped;
         if !allowed && !wrapped && settings.denied == DeniedRequests::Refunded {
-            counts[0] = counts[0].saturating_sub(cost);
-            self.refund(call, &current, cost).await;
+            decoded.counts[0] = decoded.counts[0].saturating_sub(cost);
+            if let Some(offsets) = decoded.offsets.first_mut() {
+                *offsets = offsets.saturating_sub(cost * cell);
+            }
+            self.refund(call, &current, delta).await;
         }
-        let v = verdict(&self.buckets, &counts, now, allowed, cost, limit);
+        let v = verdict(
+            &self.buckets,
+            &self.window(&decoded),
+            now,
+            allowed,
+            cost,
+            limit,
+        );
         let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
         Ok(decision.with_used(v.used))
+    }
+
+    /// What a counter that wrapped is set to: a full window, the limit
+    /// (on a packed counter with its offsets in the middle).
+    fn full(&self) -> u64 {
+        let limit = self.settings.quota.limit();
+        if self.estimator.packs() {
+            moment::pack(limit, limit * 511)
+        } else {
+            limit
+        }
+    }
+
+    /// The window `decoded` holds, as the estimate weighs it.
+    fn window<'a>(&self, decoded: &'a Decoded) -> Window<'a> {
+        Window {
+            counts: &decoded.counts,
+            offsets: &decoded.offsets,
+            estimator: self.estimator,
+        }
+    }
+
+    /// The counts and offset sums of the counters read, `raw` for the
+    /// keys `keys`; a packed counter whose offset sum is more than its
+    /// count allows is cut to it and reported.
+    fn decode(&self, keys: &[Vec<u8>], raw: Vec<u64>) -> Decoded {
+        if !self.estimator.packs() {
+            return Decoded {
+                counts: raw,
+                offsets: Vec::new(),
+            };
+        }
+        let mut counts = Vec::with_capacity(raw.len());
+        let mut offsets = Vec::with_capacity(raw.len());
+        for (age, &value) in raw.iter().enumerate() {
+            let (count, sum, cut) = moment::unpack(value);
+            if cut {
+                let key = keys.get(age).map_or(&[][..], Vec::as_slice);
+                self.settings.repairs.state_repaired(
+                    key,
+                    value.to_string().as_bytes(),
+                    "an offset sum beyond its count; cut to it",
+                );
+            }
+            counts.push(count);
+            offsets.push(sum);
+        }
+        Decoded { counts, offsets }
+    }
+
+    /// [`decode`](Self::decode) for a decision: `raw[0]` is the current
+    /// counter and `raw[age]` for `age` in `read_ages` was read from
+    /// `reads` (the others came from the sealed cache, checked before).
+    fn decode_read(
+        &self,
+        current: &[u8],
+        reads: &[Vec<u8>],
+        read_ages: &[usize],
+        raw: Vec<u64>,
+    ) -> Decoded {
+        if !self.estimator.packs() {
+            return self.decode(&[], raw);
+        }
+        let mut keys = vec![Vec::new(); raw.len()];
+        keys[0] = current.to_vec();
+        for (&age, key) in read_ages.iter().zip(reads) {
+            keys[age] = key.clone();
+        }
+        self.decode(&keys, raw)
+    }
+
+    /// A counter's value as `inspect` shows it: the count, and on a
+    /// packed counter the offset sum beside it.
+    fn describe(&self, value: u64) -> String {
+        if self.estimator.packs() {
+            let (count, offsets, _) = moment::unpack(value);
+            format!("{count} (offset sum {offsets})")
+        } else {
+            value.to_string()
+        }
     }
 
     /// Bucket `index` with its `count`, if it is sealed at `now`: closed
@@ -228,8 +347,15 @@ impl WindowCounter {
             let Some(held) = store.get(key).await? else {
                 return Ok(());
             };
-            if parse_counter(key, &held.value).is_ok_and(|count| count < limit) {
-                let full = limit.to_string();
+            let count = |value: u64| {
+                if self.estimator.packs() {
+                    moment::unpack(value).0
+                } else {
+                    value
+                }
+            };
+            if parse_counter(key, &held.value).is_ok_and(|value| count(value) < limit) {
+                let full = self.full().to_string();
                 store
                     .put(
                         key,
@@ -272,7 +398,13 @@ impl WindowCounter {
             Some(store) => Call::Now(store),
             None => Call::Waiting(Instant::now()),
         };
-        self.decrement(call, &key, cost).await
+        let delta = if self.estimator.packs() {
+            let at = Position::of(&self.buckets, now);
+            moment::delta(cost, moment::cell(at.into, at.len))
+        } else {
+            cost
+        };
+        self.decrement(call, &key, delta).await
     }
 
     pub(crate) async fn reset(&self, client: &[u8], now_nanos: i64) -> Result<(), Error> {

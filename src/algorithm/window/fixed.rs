@@ -2,6 +2,7 @@
 
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
+use super::moment::Estimator;
 use crate::algorithm::settings::Settings;
 use crate::error::ConfigError;
 
@@ -51,6 +52,7 @@ impl WindowCounter {
             settings,
             buckets,
             sealed: None,
+            estimator: Estimator::Uniform,
         })
     }
 }

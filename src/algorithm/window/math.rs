@@ -15,11 +15,51 @@
 //!
 //! where `elapsed` is the fraction of the current bucket already gone
 //! (Jean Baptiste Muscat, "Distributed Rate-Limiting Algorithms", Criteo R&D Blog, 2022, <https://medium.com/criteo-engineering/distributed-rate-limiting-algorithms-a35f7e24783>,
-//! "Approximated sliding window").
+//! "Approximated sliding window"). That is the uniform rule; with a
+//! moment [`Estimator`] the oldest bucket's weight comes from the offsets
+//! its counter also sums ([`moment`](super::moment)).
 
 use std::time::Duration;
 
 use super::buckets::Buckets;
+use super::moment::{inside_scaled, Estimator};
+
+/// The buckets a decision reads, newest first, and how the oldest is
+/// weighed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window<'a> {
+    /// The count of each bucket.
+    pub(crate) counts: &'a [u64],
+    /// The offset sum of each bucket, beside `counts`, for a moment
+    /// estimator; empty for the uniform rule.
+    pub(crate) offsets: &'a [u64],
+    pub(crate) estimator: Estimator,
+}
+
+impl<'a> Window<'a> {
+    /// `counts` weighed by the uniform rule.
+    #[cfg(test)]
+    pub(crate) fn uniform(counts: &'a [u64]) -> Self {
+        Self {
+            counts,
+            offsets: &[],
+            estimator: Estimator::Uniform,
+        }
+    }
+
+    /// The part of bucket `age` still inside the window when the current
+    /// one is `into` nanoseconds in, times `len`.
+    fn inside(&self, age: usize, into: u64, len: u64) -> u128 {
+        let count = self.counts.get(age).copied().unwrap_or(0);
+        let offsets = self.offsets.get(age).copied().unwrap_or(0);
+        let estimator = if self.offsets.is_empty() {
+            Estimator::Uniform
+        } else {
+            self.estimator
+        };
+        inside_scaled(estimator, count, offsets, into, len)
+    }
+}
 
 /// The outcome of one decision, before it is wrapped in a
 /// [`Decision`](crate::Decision).
@@ -56,36 +96,40 @@ impl Position {
     }
 }
 
-/// The estimate times the bucket length, exactly.
-fn scaled_estimate(counts: &[u64], at: Position) -> u128 {
+/// The estimate times the bucket length, exactly (given the oldest
+/// bucket's weight, which a moment estimator rounds down to 2^-32 of a
+/// request).
+fn scaled_estimate(window: &Window, at: Position) -> u128 {
     let len = u128::from(at.len);
-    match counts.split_last() {
+    match window.counts.split_last() {
         None => 0,
         Some((&only, [])) => u128::from(only) * len,
-        Some((&oldest, newer)) => {
+        Some((_, newer)) => {
             let newer: u128 = newer.iter().map(|&c| u128::from(c)).sum();
-            newer
-                .saturating_mul(len)
-                .saturating_add(u128::from(oldest) * u128::from(at.len - at.into))
+            newer.saturating_mul(len).saturating_add(window.inside(
+                window.counts.len() - 1,
+                at.into,
+                at.len,
+            ))
         }
     }
 }
 
 /// The approximated count in the window ending at `at`, for reports
 /// (decisions compare [`scaled_estimate`] instead).
-pub(crate) fn estimate(counts: &[u64], at: Position) -> f64 {
-    scaled_estimate(counts, at) as f64 / at.len as f64
+pub(crate) fn estimate(window: &Window, at: Position) -> f64 {
+    scaled_estimate(window, at) as f64 / at.len as f64
 }
 
 /// Whether a request whose cost is already in `counts[0]` is within
 /// `limit`: the estimate is at most the limit, compared exactly.
-pub(crate) fn admits(counts: &[u64], at: Position, limit: u64) -> bool {
-    scaled_estimate(counts, at) <= u128::from(limit) * u128::from(at.len)
+pub(crate) fn admits(window: &Window, at: Position, limit: u64) -> bool {
+    scaled_estimate(window, at) <= u128::from(limit) * u128::from(at.len)
 }
 
 /// What is left of `limit` under the estimate, rounded down.
-fn remaining(counts: &[u64], at: Position, limit: u64) -> u64 {
-    let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled_estimate(counts, at));
+fn remaining(window: &Window, at: Position, limit: u64) -> u64 {
+    let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled_estimate(window, at));
     // At most `limit`, so it fits.
     u64::try_from(room / u128::from(at.len)).unwrap_or(limit)
 }
@@ -95,7 +139,7 @@ fn remaining(counts: &[u64], at: Position, limit: u64) -> u64 {
 /// was allowed or counted anyway, without it when it was refunded).
 pub(crate) fn verdict(
     buckets: &Buckets,
-    counts: &[u64],
+    window: &Window,
     now_nanos: i64,
     allowed: bool,
     cost: u64,
@@ -104,10 +148,10 @@ pub(crate) fn verdict(
     let at = Position::of(buckets, now_nanos);
     Verdict {
         allowed,
-        used: estimate(counts, at),
-        remaining: remaining(counts, at, limit),
-        reset_after: reset_after(buckets, counts, now_nanos),
-        retry_after: (!allowed).then(|| retry_after(buckets, counts, now_nanos, cost, limit)),
+        used: estimate(window, at),
+        remaining: remaining(window, at, limit),
+        reset_after: reset_after(buckets, window.counts, now_nanos),
+        retry_after: (!allowed).then(|| retry_after(buckets, window, now_nanos, cost, limit)),
     }
 }
 
@@ -134,11 +178,12 @@ fn reset_after(buckets: &Buckets, counts: &[u64], now_nanos: i64) -> Duration {
 /// always fits.
 fn retry_after(
     buckets: &Buckets,
-    counts: &[u64],
+    window: &Window,
     now_nanos: i64,
     cost: u64,
     limit: u64,
 ) -> Duration {
+    let counts = window.counts;
     let index = buckets.index(now_nanos);
     let history = buckets.history() as usize;
     let at = Position::of(buckets, now_nanos);
@@ -167,11 +212,33 @@ fn retry_after(
         let Some(room) = u128::from(limit).checked_sub(newer + u128::from(cost)) else {
             continue;
         };
-        // oldest * (len - t) <= room * len  <=>  t >= len - room * len / oldest,
-        // with the division rounded down (t is whole nanoseconds).
-        let needed = match oldest {
-            0 => 0,
-            oldest => len.saturating_sub(room.saturating_mul(len) / oldest),
+        let needed = if oldest == 0 {
+            0
+        } else if window.offsets.is_empty() || window.estimator == Estimator::Uniform {
+            // oldest * (len - t) <= room * len  <=>  t >= len - room * len / oldest,
+            // with the division rounded down (t is whole nanoseconds).
+            len.saturating_sub(room.saturating_mul(len) / oldest)
+        } else {
+            // The oldest bucket's weight only falls as its cut moves on:
+            // the first moment it fits, by bisection.
+            let back = history - ahead;
+            let fits = |t: u64| window.inside(back, t, at.len) <= room * len;
+            if fits(0) {
+                0
+            } else if !fits(at.len - 1) {
+                len
+            } else {
+                let (mut low, mut high) = (0u64, at.len - 1);
+                while high - low > 1 {
+                    let middle = low + (high - low) / 2;
+                    if fits(middle) {
+                        high = middle;
+                    } else {
+                        low = middle;
+                    }
+                }
+                u128::from(high)
+            }
         };
         if needed < len {
             // `needed` is below `len`, which is a u64.
@@ -195,17 +262,17 @@ mod tests {
             len: 60_000_000_000,
         };
         // 42 requests in the previous minute, 18 in this one, 15 s in.
-        assert_eq!(estimate(&[18, 42], quarter), 49.5);
+        assert_eq!(estimate(&Window::uniform(&[18, 42]), quarter), 49.5);
         // Under constant load the approximation is exact.
-        assert_eq!(estimate(&[25, 100], quarter), 100.0);
-        assert!(admits(&[25, 100], quarter, 100));
-        assert!(!admits(&[26, 100], quarter, 100));
+        assert_eq!(estimate(&Window::uniform(&[25, 100]), quarter), 100.0);
+        assert!(admits(&Window::uniform(&[25, 100]), quarter, 100));
+        assert!(!admits(&Window::uniform(&[26, 100]), quarter, 100));
     }
 
     #[test]
     fn sub_windows_weight_only_the_oldest() {
         // Four 15 s windows plus the partial oldest one, 5 s into the current.
-        let counts = [1, 2, 3, 4, 30];
+        let counts = Window::uniform(&[1, 2, 3, 4, 30]);
         let third = Position {
             into: 5_000_000_000,
             len: 15_000_000_000,
@@ -219,7 +286,7 @@ mod tests {
     fn fixed_window_retry_is_the_next_window() {
         let buckets = Buckets::new(MINUTE, 1, 0).unwrap();
         let now = 20_000_000_000; // 20 s into a minute
-        let v = verdict(&buckets, &[10], now, false, 1, 10);
+        let v = verdict(&buckets, &Window::uniform(&[10]), now, false, 1, 10);
         assert_eq!(v.retry_after, Some(Duration::from_secs(40)));
         assert_eq!(v.reset_after, Duration::from_secs(40));
         assert_eq!(v.remaining, 0);
@@ -231,7 +298,7 @@ mod tests {
         let now = 15_000_000_000; // 15 s in: weight 0.75
                                   // 60 before, 40 now: estimate 85; a cost of 20 fits once
                                   // 40 + 60 (1 - f) <= 80, i.e. f >= 1/3, 20 s in: 5 s from now.
-        let v = verdict(&buckets, &[40, 60], now, false, 20, 100);
+        let v = verdict(&buckets, &Window::uniform(&[40, 60]), now, false, 20, 100);
         assert_eq!(v.retry_after, Some(Duration::from_secs(5)));
         assert_eq!(v.remaining, 15);
         // The 40 of this minute stop counting at the end of the next one.
@@ -243,7 +310,7 @@ mod tests {
         let buckets = Buckets::new(MINUTE, 1, 1).unwrap();
         let now = 30_000_000_000;
         // 100 now: only once this minute weighs (1 - f) * 100 <= 99 next minute.
-        let v = verdict(&buckets, &[100, 0], now, false, 1, 100);
+        let v = verdict(&buckets, &Window::uniform(&[100, 0]), now, false, 1, 100);
         let wait = v.retry_after.unwrap();
         // 100 (1 - t / 60 s) <= 99  <=>  t >= 0.6 s
         assert_eq!(wait, Duration::from_millis(30_600));
@@ -257,12 +324,24 @@ mod tests {
         };
         let limit = (1 << 53) + 1;
         // The limit now and 1 before, weighing 1 / 60e9: over the limit.
-        assert!(!admits(&[limit, 1], minute, limit));
-        assert!(admits(&[limit, 0], minute, limit));
-        assert!(admits(&[limit - 1, 1], minute, limit));
-        assert!(admits(&[limit], Position { into: 0, len: 1 }, limit));
-        assert!(!admits(&[limit + 1], Position { into: 0, len: 1 }, limit));
-        assert!(!admits(&[u64::MAX, u64::MAX], minute, u64::MAX));
-        assert!(admits(&[u64::MAX, 0], minute, u64::MAX));
+        assert!(!admits(&Window::uniform(&[limit, 1]), minute, limit));
+        assert!(admits(&Window::uniform(&[limit, 0]), minute, limit));
+        assert!(admits(&Window::uniform(&[limit - 1, 1]), minute, limit));
+        assert!(admits(
+            &Window::uniform(&[limit]),
+            Position { into: 0, len: 1 },
+            limit
+        ));
+        assert!(!admits(
+            &Window::uniform(&[limit + 1]),
+            Position { into: 0, len: 1 },
+            limit
+        ));
+        assert!(!admits(
+            &Window::uniform(&[u64::MAX, u64::MAX]),
+            minute,
+            u64::MAX
+        ));
+        assert!(admits(&Window::uniform(&[u64::MAX, 0]), minute, u64::MAX));
     }
 }

@@ -6,6 +6,8 @@
 //! - [`engine`]: the increment-and-read both share, with the refund of a
 //!   denial and the repair of a wrapped counter ([`repair`]);
 //! - [`math`]: the estimate and the exact integer decision, pure;
+//! - [`moment`]: the packed counter and the moment-corrected weight of
+//!   the oldest sub-window, pure;
 //! - [`buckets`]: time to bucket indices and key suffixes;
 //! - [`sealed`]: the cache of buckets that can no longer change.
 
@@ -13,6 +15,7 @@ mod buckets;
 mod engine;
 mod fixed;
 mod math;
+mod moment;
 mod repair;
 mod sealed;
 mod sliding;
@@ -20,6 +23,7 @@ mod sliding;
 pub(crate) use self::buckets::unix_nanos;
 pub(crate) use self::engine::WindowCounter;
 pub use self::fixed::FixedWindow;
+pub use self::moment::{Estimator, MAX_MOMENT_COUNT};
 pub use self::sliding::{
     SlidingWindow, DEFAULT_SEALED_CACHE, DEFAULT_SUB_WINDOWS, MAX_SUB_WINDOWS,
 };

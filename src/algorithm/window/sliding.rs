@@ -2,6 +2,7 @@
 
 use super::buckets::Buckets;
 use super::engine::WindowCounter;
+use super::moment::{Estimator, MAX_MOMENT_COUNT};
 use super::sealed::SealedCache;
 use crate::algorithm::settings::Settings;
 use crate::error::ConfigError;
@@ -91,11 +92,14 @@ pub const DEFAULT_SEALED_CACHE: usize = 65_536;
 
 impl WindowCounter {
     /// The sliding window's engine: `n` sub-windows, with a cache of
-    /// `sealed_cache` sealed buckets (none for 0).
+    /// `sealed_cache` sealed buckets (none for 0), weighing the oldest by
+    /// `estimator`, or by the uniform rule when the limit is more than a
+    /// packed counter counts ([`MAX_MOMENT_COUNT`]).
     pub(crate) fn sliding(
         settings: Settings,
         n: u32,
         sealed_cache: usize,
+        estimator: Estimator,
     ) -> Result<Self, ConfigError> {
         if n > MAX_SUB_WINDOWS {
             return Err(ConfigError::new(
@@ -104,11 +108,100 @@ impl WindowCounter {
             ));
         }
         let buckets = Buckets::new(settings.quota.period(), n, n)?;
+        let estimator = if settings.quota.limit() > MAX_MOMENT_COUNT {
+            Estimator::Uniform
+        } else {
+            estimator
+        };
+        let buckets = if estimator.packs() {
+            buckets.packed()
+        } else {
+            buckets
+        };
         let sealed = (sealed_cache > 0).then(|| SealedCache::new(sealed_cache, n));
         Ok(WindowCounter {
             settings,
             buckets,
             sealed,
+            estimator,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::algorithm::Estimator;
+    use crate::{ManualClock, MemoryStore, RateLimiter, SlidingWindow};
+
+    const MINUTE_MARK: i64 = 1_800_000_000; // a minute boundary
+
+    fn limiter(estimator: Estimator, clock: &ManualClock) -> RateLimiter {
+        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+        SlidingWindow::builder("10/minute".parse().unwrap(), store)
+            .sub_windows(1)
+            .estimator(estimator)
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    }
+
+    /// Ten requests at the start of a minute have all slid out half a
+    /// second into the next: the uniform rule still counts 9.9 of them,
+    /// the moment estimators know they came early (the power density's
+    /// tail still puts 0.03 of one after the cut).
+    #[tokio::test]
+    async fn requests_that_came_early_are_known_to_have_slid_out() {
+        for (estimator, allowed_after) in [
+            (Estimator::Uniform, 0),
+            (Estimator::MomentPower, 9),
+            (Estimator::MomentRamp, 10),
+        ] {
+            let clock = ManualClock::from_unix_secs(MINUTE_MARK);
+            let limiter = limiter(estimator, &clock);
+            clock.advance(Duration::from_millis(100));
+            for _ in 0..10 {
+                assert!(limiter.check(b"a").await.unwrap().is_allowed());
+            }
+            assert!(limiter.check(b"a").await.unwrap().is_denied());
+            clock.advance(Duration::from_millis(60_400));
+            let mut allowed = 0;
+            for _ in 0..10 {
+                allowed += u32::from(limiter.check(b"a").await.unwrap().is_allowed());
+            }
+            assert_eq!(allowed, allowed_after, "{estimator}");
+        }
+    }
+
+    /// Ten requests at 59 s of a minute are all still inside a second into
+    /// the next: every estimator denies. They slide out 58 s later; the
+    /// uniform rule lets one more in after 5 s, the moment estimators
+    /// within about a second of the truth.
+    #[tokio::test]
+    async fn requests_that_came_late_still_count() {
+        for estimator in [
+            Estimator::Uniform,
+            Estimator::MomentPower,
+            Estimator::MomentRamp,
+        ] {
+            let clock = ManualClock::from_unix_secs(MINUTE_MARK);
+            let limiter = limiter(estimator, &clock);
+            clock.advance(Duration::from_millis(59_000));
+            for _ in 0..10 {
+                assert!(limiter.check(b"a").await.unwrap().is_allowed());
+            }
+            clock.advance(Duration::from_millis(2_000));
+            let denied = limiter.check(b"a").await.unwrap();
+            assert!(denied.is_denied(), "{estimator}");
+            let retry = denied.retry_after().unwrap();
+            let expected = if estimator.packs() {
+                Duration::from_millis(56_500)..=Duration::from_millis(58_000)
+            } else {
+                Duration::from_secs(5)..=Duration::from_secs(5)
+            };
+            assert!(expected.contains(&retry), "{estimator}: {retry:?}");
+        }
     }
 }
