@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::algorithms;
 use crate::workload::{self, Scale};
-use crate::{figures, generated, report, suite};
+use crate::{estimators, figures, generated, report, suite};
 
 /// Measure every rate-limiting algorithm against an exact sliding window.
 #[derive(Debug, Parser)]
@@ -52,6 +52,11 @@ pub struct Args {
     /// Threads running jobs in parallel (default: the available cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Only the sliding window's estimators side by side (uniform,
+    /// moment), at 1, 4, 12 and 60 sub-windows on every workload: a
+    /// table on stdout and `estimators.md` in --out.
+    #[arg(long)]
+    estimators: bool,
 }
 
 /// Runs every simulation as `args` say: tables on stdout, CSV files and
@@ -69,12 +74,15 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         Scale::FULL
     };
     let workloads = workload::all(args.seed, scale);
-    let main_jobs = suite::jobs(&workloads, &algorithms::all());
-    let caches_jobs = suite::caches_jobs(&workloads);
-    let jobs = suite::merge(main_jobs.clone(), &caches_jobs);
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if args.estimators {
+        return compare_estimators(&args, &workloads, threads, began);
+    }
+    let main_jobs = suite::jobs(&workloads, &algorithms::all());
+    let caches_jobs = suite::caches_jobs(&workloads);
+    let jobs = suite::merge(main_jobs.clone(), &caches_jobs);
     let decisions = |jobs: &[suite::Job]| -> u64 {
         jobs.iter()
             .map(|job| workloads[job.workload].requests.len() as u64)
@@ -116,6 +124,47 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         args.out.join("caches.csv").display(),
         written.len(),
         args.figures.display(),
+        began.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The estimators comparison alone ([`estimators`]).
+fn compare_estimators(
+    args: &Args,
+    workloads: &[workload::Workload],
+    threads: usize,
+    began: Instant,
+) -> Result<(), Box<dyn Error>> {
+    let runs = (estimators::SUB_WINDOWS.len() * estimators::ESTIMATORS.len() * 2) as u64;
+    let total: u64 = workloads
+        .iter()
+        .map(|w| w.requests.len() as u64)
+        .sum::<u64>()
+        * runs;
+    let bar = ProgressBar::new(total).with_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
+        )?
+        .progress_chars("=> "),
+    );
+    let rows =
+        estimators::run(workloads, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
+    bar.finish_and_clear();
+    let table = format!(
+        "# memcache-ratelimit simulations: the sliding window's estimators\n\nSeed {}, {} run, quota {} for every client.\n\n{}",
+        args.seed,
+        if args.quick { "quick" } else { "full" },
+        workload::QUOTA,
+        estimators::markdown(workloads, &rows)
+    );
+    print!("{table}");
+    std::fs::create_dir_all(&args.out)?;
+    let path = args.out.join("estimators.md");
+    std::fs::write(&path, &table)?;
+    eprintln!(
+        "Wrote {} in {:.1} s on {threads} threads.",
+        path.display(),
         began.elapsed().as_secs_f64()
     );
     Ok(())

@@ -14,6 +14,8 @@
 //!   against the exact count of every request sent;
 //! - [`suite`]: every algorithm on every workload, and the caches
 //!   comparison, over a few threads;
+//! - [`estimators`]: the sliding window's uniform rule against its
+//!   moment-corrected estimators;
 //! - [`report`]: the markdown tables and the CSV files;
 //! - [`figures`]: the SVG figures, drawn by [`plot`];
 //! - [`generated`]: the tables that the project's documentation shows,
@@ -23,6 +25,7 @@
 
 pub mod algorithms;
 pub mod cli;
+pub mod estimators;
 pub mod figures;
 pub mod generated;
 pub mod metrics;

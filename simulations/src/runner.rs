@@ -79,7 +79,7 @@ pub fn run_with(
 /// done, now and then.
 pub fn run_mode(
     workload: &Workload,
-    algorithm: Algorithm,
+    algorithm: impl Simulated,
     caches: Caches,
     denied: DeniedRequests,
     progress: &dyn Fn(u64),

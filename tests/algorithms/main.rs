@@ -13,6 +13,7 @@ mod clock_skew;
 mod deny_cache;
 mod dynamic_quotas;
 mod large_limits;
+mod moment_window;
 mod policies;
 mod reaction_time;
 mod sealed_cache;
