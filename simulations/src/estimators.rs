@@ -171,7 +171,7 @@ pub fn markdown(workloads: &[Workload], rows: &[Row]) -> String {
                                     estimator,
                                 }
                     });
-                    let cell = row.map_or("–".to_owned(), |row| cell(row));
+                    let cell = row.map_or("–".to_owned(), cell);
                     let _ = write!(line, " {cell} |");
                 }
                 let _ = writeln!(out, "{line}");
