@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
+use memcache_ratelimit::algorithm::Estimator;
 use memcache_ratelimit::config::Config;
 use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{
@@ -39,6 +40,10 @@ pub struct Target {
     /// The sliding window's sub-windows.
     #[arg(long)]
     sub_windows: Option<u32>,
+    /// How the sliding window weighs its oldest sub-window: uniform, or
+    /// moment (from the offsets its counter also sums).
+    #[arg(long)]
+    estimator: Option<String>,
     /// The key namespace.
     #[arg(long)]
     namespace: Option<String>,
@@ -255,6 +260,23 @@ impl Target {
             .with_quota(quota);
         if let Some(namespace) = &self.namespace {
             spec = spec.namespace(namespace.clone());
+        }
+        if let Some(text) = &self.estimator {
+            if algorithm.sub_windows().is_none() {
+                return Err(flag_error(
+                    "--estimator",
+                    &format!("{text:?}"),
+                    format!(
+                        "the {} algorithm has no sub-windows to weigh; only sliding_window takes it",
+                        algorithm.name()
+                    ),
+                )
+                .into());
+            }
+            let estimator = text
+                .parse::<Estimator>()
+                .map_err(|reason| flag_error("--estimator", &format!("{text:?}"), reason))?;
+            spec = spec.estimator(estimator);
         }
         // The limiter's own checks (sub-windows that divide the period, a
         // valid namespace...), on a throwaway store, before connecting.

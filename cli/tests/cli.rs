@@ -546,6 +546,40 @@ fn inspect_decodes_the_compare_and_swap_states() {
 }
 
 #[test]
+fn check_takes_the_sliding_windows_estimator() {
+    let memcached = Memcached::start();
+    let servers = memcached.address();
+    let run = |client: &str| {
+        cli(&[
+            "check",
+            client,
+            "--servers",
+            &servers,
+            "--quota",
+            "2/minute",
+            "--estimator",
+            "moment",
+        ])
+    };
+    let statuses: Vec<_> = (0..3).map(|_| run("erin").status.code()).collect();
+    assert_eq!(statuses, [Some(0), Some(0), Some(1)]);
+    let inspected = stdout(&cli(&[
+        "inspect",
+        "erin",
+        "--servers",
+        &servers,
+        "--quota",
+        "2/minute",
+        "--estimator",
+        "moment",
+        "--json",
+    ]));
+    assert!(inspected.contains("-mom\""), "{inspected}");
+    assert!(inspected.contains("\"count\":2,"), "{inspected}");
+    assert!(inspected.contains("(offset sum "), "{inspected}");
+}
+
+#[test]
 fn a_bad_flag_is_named_not_an_environment_variable() {
     for (flags, expected) in [
         (
@@ -567,6 +601,14 @@ fn a_bad_flag_is_named_not_an_environment_variable() {
         (
             &["--algorithm", "gcra", "--sub-windows", "6"],
             "--sub-windows: 6: the gcra algorithm (given by --algorithm) has no sub-windows",
+        ),
+        (
+            &["--estimator", "median"],
+            "--estimator: \"median\": \"median\" is not one of uniform, moment, moment-ramp",
+        ),
+        (
+            &["--algorithm", "gcra", "--estimator", "moment"],
+            "--estimator: \"moment\": the gcra algorithm has no sub-windows to weigh",
         ),
         (
             &["--namespace", "a b"],

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use memcache_ratelimit::algorithm::{CasPolicy, SharedKnownStates};
+use memcache_ratelimit::algorithm::{CasPolicy, Estimator, SharedKnownStates};
 use memcache_ratelimit::limiter::{DeniedRequests, FailurePolicy, LimiterStats};
 use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{Algorithm, Decision, LimiterSpec, Quota, RateLimiter};
@@ -33,6 +33,9 @@ pub struct LimiterKey {
     pub algorithm: Algorithm,
     pub quota: Quota,
     pub denied_counted: bool,
+    /// How a sliding window weighs its oldest sub-window (its counters
+    /// are named apart, so this too names the buckets).
+    pub estimator: Estimator,
 }
 
 impl LimiterKey {
@@ -52,7 +55,14 @@ impl LimiterKey {
             algorithm,
             quota,
             denied_counted,
+            estimator: Estimator::Uniform,
         })
+    }
+
+    /// The same, a sliding window weighing its oldest sub-window by
+    /// `estimator`.
+    pub fn with_estimator(self, estimator: Estimator) -> Self {
+        Self { estimator, ..self }
     }
 }
 
@@ -94,6 +104,7 @@ impl Limiters {
         let spec = LimiterSpec::new(key.algorithm, key.quota)
             .namespace(key.namespace)
             .on_failure(self.failure)
+            .estimator(key.estimator)
             .cas_policy(CasPolicy::default().known_states_shared(&self.known_states))
             .denied_requests(if key.denied_counted {
                 DeniedRequests::Counted

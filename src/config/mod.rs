@@ -16,6 +16,7 @@
 //! sub_windows = 12               # sliding_window; `capacity` for token_bucket, `burst` for gcra,
 //!                                # `refill_amount` and `restart_when_empty` for discrete_refill,
 //!                                # `refill_amount` for sessionize
+//! estimator = "moment"           # sliding_window: uniform (default), moment, moment-ramp
 //! failure_policy = "fallback"    # open (default), closed, return_error, fallback
 //! fallback_share = 0.25          # with fallback: this instance's share of the quota
 //! deadline = "50ms"
@@ -35,7 +36,7 @@
 //! ```
 //!
 //! Environment variables `MEMCACHE_RATELIMIT_SERVERS` (comma-separated),
-//! `_NAMESPACE`, `_QUOTA`, `_ALGORITHM`, `_SUB_WINDOWS`, `_CAPACITY`,
+//! `_NAMESPACE`, `_QUOTA`, `_ALGORITHM`, `_SUB_WINDOWS`, `_ESTIMATOR`, `_CAPACITY`,
 //! `_BURST`, `_REFILL_AMOUNT`, `_RESTART_WHEN_EMPTY` (`true` or `false`),
 //! `_FAILURE_POLICY`, `_FALLBACK_SHARE`, `_DEADLINE`,
 //! `_MAX_CLOCK_SKEW`, `_DENIED_REQUESTS` and `_PROTOCOL` override the file;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::file::Written;
 use super::{Config, MemcachedOptions};
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, Estimator};
 use crate::error::ConfigError;
 use crate::http::HeaderPolicy;
 use crate::limiter::DeniedRequests;
@@ -37,6 +37,18 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
     }
     if let Some(text) = &file.max_clock_skew {
         spec = spec.max_clock_skew(duration(&written, "max_clock_skew", text)?);
+    }
+    if let Some(text) = &file.estimator {
+        if !matches!(algorithm, Algorithm::SlidingWindow { .. }) {
+            return Err(written.error(
+                "estimator",
+                format!("the {} algorithm does not take it", algorithm.name()),
+            ));
+        }
+        let estimator = text
+            .parse::<Estimator>()
+            .map_err(|reason| written.error("estimator", reason))?;
+        spec = spec.estimator(estimator);
     }
     spec = spec.on_failure(failure_policy(&written)?);
     spec = spec.denied_requests(match file.denied_requests.as_deref() {

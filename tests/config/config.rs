@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::memcached::Memcached;
 use common::unique_client;
+use memcache_ratelimit::algorithm::Estimator;
 use memcache_ratelimit::config::Config;
 use memcache_ratelimit::store::Protocol;
 use memcache_ratelimit::Limiter;
@@ -61,6 +62,8 @@ fn every_mistake_names_its_field() {
         ("sub_windows = 7", "sub_windows"),
         ("sub_windows = 0", "sub_windows"),
         ("algorithm = \"gcra\"\nsub_windows = 4", "sub_windows"),
+        ("estimator = \"gaussian\"", "estimator"),
+        ("algorithm = \"gcra\"\nestimator = \"moment\"", "estimator"),
         ("algorithm = \"gcra\"\nburst = 0", "burst"),
         ("capacity = 10", "capacity"),
         (
@@ -135,6 +138,28 @@ fn syntax_errors_say_where() {
     assert!(error.to_string().contains("line 2"), "{error}");
     let error = Config::from_toml("[memcached]\npool = 3").unwrap_err();
     assert!(error.to_string().contains("pool"), "{error}");
+}
+
+#[test]
+fn the_sliding_window_takes_its_estimator_from_file_or_environment() {
+    assert_eq!(
+        Config::from_toml("").unwrap().spec().estimator_choice(),
+        Estimator::Uniform
+    );
+    let file = Config::from_toml("estimator = \"moment\"").unwrap();
+    assert_eq!(file.spec().estimator_choice(), Estimator::MomentPower);
+    let overridden = Config::from_toml_with_env(
+        "estimator = \"moment\"",
+        env(&[("MEMCACHE_RATELIMIT_ESTIMATOR", "uniform")]),
+    )
+    .unwrap();
+    assert_eq!(overridden.spec().estimator_choice(), Estimator::Uniform);
+    let wrong = Config::from_toml_with_env("", env(&[("MEMCACHE_RATELIMIT_ESTIMATOR", "mean")]))
+        .unwrap_err();
+    assert_eq!(
+        wrong.field(),
+        "estimator (from MEMCACHE_RATELIMIT_ESTIMATOR)"
+    );
 }
 
 #[test]

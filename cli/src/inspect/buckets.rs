@@ -23,12 +23,35 @@ pub struct Bucket {
 }
 
 /// The buckets of a window of `sub_windows` sub-windows (0 for the fixed
-/// window), their spans as of `now`.
-pub fn buckets(seen: &Inspection, now: i64, period: i128, sub_windows: u32) -> Vec<Bucket> {
+/// window), their spans as of `now`. With `packed` counters (a moment
+/// estimator: `<count> (offset sum <sum>)`), the oldest bucket's weight is
+/// what the library's estimate gives it.
+pub fn buckets(
+    seen: &Inspection,
+    now: i64,
+    period: i128,
+    sub_windows: u32,
+    packed: bool,
+) -> Vec<Bucket> {
     let len = (period / i128::from(sub_windows.max(1))).max(1);
     let now = i128::from(now);
     let index = now.div_euclid(len);
     let elapsed = now.rem_euclid(len) as f64 / len as f64;
+    let count_of =
+        |value: Option<&str>| value.and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    let counts: Vec<u64> = seen
+        .keys
+        .iter()
+        .map(|key| count_of(key.value.as_deref()).unwrap_or(0))
+        .collect();
+    // The estimate less the newer buckets, over the oldest's count.
+    let oldest_weight = match (packed, counts.get(sub_windows as usize), seen.estimate) {
+        (true, Some(&oldest), Some(estimate)) if sub_windows > 0 && oldest > 0 => {
+            let newer: u64 = counts.iter().take(sub_windows as usize).sum();
+            ((estimate - newer as f64) / oldest as f64).clamp(0.0, 1.0)
+        }
+        _ => 1.0 - elapsed,
+    };
     seen.keys
         .iter()
         .enumerate()
@@ -39,10 +62,10 @@ pub fn buckets(seen: &Inspection, now: i64, period: i128, sub_windows: u32) -> V
                 (0, 0) => 1.0,
                 (0, _) => 0.0,
                 (n, age) if age < n => 1.0,
-                (n, age) if age == n => 1.0 - elapsed,
+                (n, age) if age == n => oldest_weight,
                 _ => 0.0,
             };
-            let count = key.value.as_deref().and_then(|v| v.trim().parse().ok());
+            let count = count_of(key.value.as_deref());
             Bucket {
                 age,
                 key: key.key.clone(),

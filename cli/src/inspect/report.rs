@@ -2,6 +2,7 @@
 //! the keys as read and what they mean now. `inspect --json` prints it as
 //! is, so its field names are stable (see the command's help).
 
+use memcache_ratelimit::algorithm::Estimator;
 use memcache_ratelimit::Algorithm;
 use serde::Serialize;
 
@@ -113,11 +114,12 @@ impl Report {
         let limit = quota.limit();
         let decoded = match algorithm {
             Algorithm::SlidingWindow { sub_windows } => {
-                report.buckets = Some(buckets(&seen, now, period, sub_windows));
+                let packed = spec.estimator_choice() != Estimator::Uniform;
+                report.buckets = Some(buckets(&seen, now, period, sub_windows, packed));
                 return report;
             }
             Algorithm::FixedWindow => {
-                report.buckets = Some(buckets(&seen, now, period, 0));
+                report.buckets = Some(buckets(&seen, now, period, 0, false));
                 return report;
             }
             Algorithm::TokenBucket { capacity } => {

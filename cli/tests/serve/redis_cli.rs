@@ -180,6 +180,12 @@ fn cl_throttle_and_rl_window_answer_five_integers() {
     // The requests leave the estimate when their sub-window has slid out:
     // at most the window and one sub-window (15 s) away.
     assert!(retry > 0 && retry <= 75_000, "{window:?}");
+    // The moment estimator: its own buckets, the same replies.
+    let moment = session(&served, &[], &["RL.WINDOW w 2 60 ESTIMATOR moment"; 3]);
+    assert_eq!(&moment[..3], ["1", "2", "1"], "{moment:?}");
+    assert_eq!(&moment[10..13], ["0", "2", "0"], "{moment:?}");
+    let unknown = session(&served, &[], &["RL.WINDOW w 2 60 ESTIMATOR median"]);
+    assert_eq!(unknown, ["ERR syntax error"]);
 }
 
 #[test]

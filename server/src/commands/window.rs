@@ -1,8 +1,11 @@
-//! `RL.WINDOW key limit window [SUBWINDOWS n] [TAKE n]`: the library's
-//! approximated sliding window, the core algorithm of this product, for
-//! clients in any language. `limit` requests per `window` seconds, over
-//! `n` sub-windows (default 4, the library's default); a request takes
-//! `TAKE` units (default 1). The reply is an array of five integers:
+//! `RL.WINDOW key limit window [SUBWINDOWS n] [TAKE n] [ESTIMATOR e]`: the
+//! library's approximated sliding window, the core algorithm of this
+//! product, for clients in any language. `limit` requests per `window`
+//! seconds, over `n` sub-windows (default 4, the library's default); a
+//! request takes `TAKE` units (default 1); the oldest sub-window is weighed
+//! by the estimator `e`: `uniform` (the default), `moment` or
+//! `moment-ramp` (from the offsets its counter also sums), each its own
+//! buckets. The reply is an array of five integers:
 //! allowed (1 or 0), the limit, the units remaining, the milliseconds
 //! until the window is empty, and the milliseconds to wait before a retry
 //! can succeed (−1 when allowed). Denied requests are not counted, as in
@@ -11,7 +14,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use memcache_ratelimit::algorithm::DEFAULT_SUB_WINDOWS;
+use memcache_ratelimit::algorithm::{Estimator, DEFAULT_SUB_WINDOWS};
 use memcache_ratelimit::Algorithm;
 
 use super::args::{integer, is};
@@ -30,11 +33,12 @@ pub struct Request {
     pub window_s: u64,
     pub sub_windows: u32,
     pub take: u64,
+    pub estimator: Estimator,
 }
 
 /// Reads `args`, the command's name first.
 pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
-    if !(4..=8).contains(&args.len()) {
+    if !(4..=10).contains(&args.len()) {
         return Err(Reply::error(
             "ERR wrong number of arguments for 'rl.window' command",
         ));
@@ -51,6 +55,7 @@ pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
         window_s: positive(&args[3])?,
         sub_windows: DEFAULT_SUB_WINDOWS,
         take: 1,
+        estimator: Estimator::default(),
     };
     let mut options = args[4..].chunks(2);
     for pair in &mut options {
@@ -62,6 +67,11 @@ pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
                 u32::try_from(positive(value)?).map_err(|_| Reply::error(NOT_AN_INTEGER))?;
         } else if is(name, "take") {
             request.take = positive(value)?;
+        } else if is(name, "estimator") {
+            request.estimator = std::str::from_utf8(value)
+                .ok()
+                .and_then(|text| text.to_ascii_lowercase().parse().ok())
+                .ok_or_else(|| Reply::error("ERR syntax error"))?;
         } else {
             return Err(Reply::error("ERR syntax error"));
         }
@@ -76,7 +86,10 @@ pub async fn run(limiters: &Limiters, request: Request) -> (Reply, Outcome) {
     };
     let period = Duration::from_secs(request.window_s);
     let decided = match LimiterKey::new(NAMESPACE, algorithm, request.limit, period, false) {
-        Ok(key) => limiters.decide(key, &request.key, request.take, None).await,
+        Ok(key) => {
+            let key = key.with_estimator(request.estimator);
+            limiters.decide(key, &request.key, request.take, None).await
+        }
         Err(error) => Err(error),
     };
     let decision = match decided {
@@ -133,5 +146,9 @@ mod tests {
         assert_eq!(error("rl.window k 5 60 take"), "ERR syntax error");
         assert_eq!(error("rl.window k 5 60 burst 2"), "ERR syntax error");
         assert_eq!(error("rl.window k 5 60 take x"), NOT_AN_INTEGER);
+        assert_eq!(error("rl.window k 5 60 estimator mean"), "ERR syntax error");
+        let moment = parse(&args("rl.window k 5 60 ESTIMATOR Moment take 2")).unwrap();
+        assert_eq!((moment.estimator, moment.take), (Estimator::MomentPower, 2));
+        assert_eq!(default.estimator, Estimator::Uniform);
     }
 }
