@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{admitted, fixtures, unique_client, Fixture};
 use memcache_ratelimit::algorithm::{Estimator, MAX_MOMENT_COUNT};
-use memcache_ratelimit::store::CountingStore;
+use memcache_ratelimit::store::{CountingStore, PutCondition};
 use memcache_ratelimit::{Clock, RateLimiter, SlidingWindow};
 
 fn moment(f: &Fixture, quota: &str, n: u32) -> RateLimiter {
@@ -139,5 +139,65 @@ async fn a_limit_beyond_the_packed_count_counts_plainly() {
             "{}",
             f.name
         );
+    }
+}
+
+/// A packed counter one request short of wrapping (another writer, or
+/// 2^27 requests in one sub-window): the increment that wraps it is seen,
+/// denied, reported, and the counter set to a full window, offsets in
+/// the middle.
+#[tokio::test]
+async fn a_wrapped_packed_counter_is_read_as_a_full_window_and_repaired() {
+    for f in fixtures().await {
+        let limiter = moment(&f, "100/minute", 1);
+        let client = unique_client("moment-wrapped");
+        if f.real_time() {
+            f.clock.set(chrono::Utc::now());
+        }
+        let key = limiter.keys_at(&client, f.clock.now()).unwrap().remove(0);
+        let near = (u64::MAX - 1).to_string();
+        f.store
+            .put(
+                &key,
+                near.as_bytes(),
+                Duration::from_secs(120),
+                PutCondition::Always,
+            )
+            .await
+            .unwrap();
+        let decision = limiter.check(&client).await.unwrap();
+        assert!(decision.is_denied(), "{}", f.name);
+        assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
+        assert!(limiter.check(&client).await.unwrap().is_denied());
+        assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
+        let held = f.store.get_counters(&[key]).await.unwrap()[0].unwrap();
+        assert_eq!(held >> 37, 100, "{}: repaired to {held}", f.name);
+    }
+}
+
+/// An offset sum beyond what its count allows is no value an increment
+/// writes: it is cut to the count's most and reported.
+#[tokio::test]
+async fn an_offset_sum_beyond_its_count_is_cut_and_reported() {
+    for f in fixtures().await {
+        let limiter = moment(&f, "100/minute", 1);
+        let client = unique_client("moment-garbage");
+        if f.real_time() {
+            f.clock.set(chrono::Utc::now());
+        }
+        let key = limiter.keys_at(&client, f.clock.now()).unwrap().remove(0);
+        // Count 1, offset sum 5,000: at most 1,023 for one request.
+        let garbage = ((1u64 << 37) | 5_000).to_string();
+        f.store
+            .put(
+                &key,
+                garbage.as_bytes(),
+                Duration::from_secs(120),
+                PutCondition::Always,
+            )
+            .await
+            .unwrap();
+        assert!(limiter.check(&client).await.unwrap().is_allowed());
+        assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
     }
 }
