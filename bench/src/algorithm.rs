@@ -4,16 +4,17 @@
 
 use std::sync::Arc;
 
-use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::algorithm::{CasPolicy, Estimator};
 use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{FailurePolicy, LimiterBuilder, LimiterSpec, RateLimiter};
 
-use crate::{LOG_QUOTA, OPEN_QUOTA};
+use crate::{LOG_QUOTA, MOMENT_QUOTA, OPEN_QUOTA};
 
 /// One benchmark case: one of the library's algorithms, with its
-/// parameters.
+/// parameters, and for the sliding window how it weighs its oldest
+/// sub-window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Case(pub memcache_ratelimit::Algorithm);
+pub struct Case(pub memcache_ratelimit::Algorithm, pub Estimator);
 
 /// What a benchmark sets beyond the library's defaults.
 #[derive(Clone, Debug, Default)]
@@ -28,25 +29,30 @@ pub struct Setup {
 
 impl Case {
     /// Every algorithm, at the sub-window counts the benchmarks compare.
-    pub const ALL: [Case; 9] = {
+    pub const ALL: [Case; 10] = {
         use memcache_ratelimit::Algorithm as A;
         [
-            Case(A::FixedWindow),
-            Case(A::SlidingWindow { sub_windows: 1 }),
-            Case(A::SlidingWindow { sub_windows: 4 }),
-            Case(A::SlidingWindow { sub_windows: 12 }),
-            Case(A::SlidingWindow { sub_windows: 60 }),
-            Case(A::TokenBucket { capacity: None }),
-            Case(A::Gcra { burst: None }),
-            Case(A::SlidingLog),
-            Case(A::HybridQuota),
+            Case(A::FixedWindow, Estimator::Uniform),
+            Case(A::SlidingWindow { sub_windows: 1 }, Estimator::Uniform),
+            Case(A::SlidingWindow { sub_windows: 4 }, Estimator::Uniform),
+            Case(A::SlidingWindow { sub_windows: 12 }, Estimator::Uniform),
+            Case(A::SlidingWindow { sub_windows: 60 }, Estimator::Uniform),
+            Case(A::SlidingWindow { sub_windows: 4 }, Estimator::MomentPower),
+            Case(A::TokenBucket { capacity: None }, Estimator::Uniform),
+            Case(A::Gcra { burst: None }, Estimator::Uniform),
+            Case(A::SlidingLog, Estimator::Uniform),
+            Case(A::HybridQuota, Estimator::Uniform),
         ]
     };
 
     /// The name in the tables: the algorithm's own (`SlidingWindow n=4`,
-    /// `Gcra`, ...).
+    /// `Gcra`, ...), and a sliding window's estimator unless it is the
+    /// uniform rule (`SlidingWindow n=4 moment`).
     pub fn name(self) -> String {
-        self.0.to_string()
+        match self.1 {
+            Estimator::Uniform => self.0.to_string(),
+            estimator => format!("{} {estimator}", self.0),
+        }
     }
 
     /// A namespace of its own, so that cases sharing a memcached never
@@ -55,7 +61,10 @@ impl Case {
         use memcache_ratelimit::Algorithm as A;
         match self.0 {
             A::FixedWindow => "fw".into(),
-            A::SlidingWindow { sub_windows } => format!("sw{sub_windows}"),
+            A::SlidingWindow { sub_windows } => match self.1 {
+                Estimator::Uniform => format!("sw{sub_windows}"),
+                _ => format!("sw{sub_windows}m"),
+            },
             A::TokenBucket { .. } => "tb".into(),
             A::Gcra { .. } => "gcra".into(),
             A::SlidingLog => "log".into(),
@@ -71,13 +80,16 @@ impl Case {
     /// absorbed (as [`measured`]).
     pub fn spec(self, setup: Setup) -> LimiterSpec {
         let algorithm = self.0;
-        let quota = match algorithm {
-            memcache_ratelimit::Algorithm::SlidingLog => LOG_QUOTA,
-            _ => OPEN_QUOTA,
+        let quota = match (algorithm, self.1) {
+            (memcache_ratelimit::Algorithm::SlidingLog, _) => LOG_QUOTA,
+            (_, Estimator::Uniform) => OPEN_QUOTA,
+            // A packed counter counts up to 2^27 - 1 per sub-window.
+            _ => MOMENT_QUOTA,
         };
         let mut spec = LimiterSpec::new(algorithm, quota.parse().expect("valid quota"))
             .namespace(self.namespace())
-            .on_failure(FailurePolicy::ReturnError);
+            .on_failure(FailurePolicy::ReturnError)
+            .estimator(self.1);
         if let (Some(clients), Some(n)) = (setup.sealed_clients, algorithm.sub_windows()) {
             spec = spec.sealed_cache(clients * n as usize);
         }

@@ -23,6 +23,10 @@ pub const OPEN_QUOTA: &str = "1000000000/minute";
 /// The sliding log keeps every admitted timestamp, so its limit is capped
 /// (`MAX_LOG_LIMIT`); this is that cap.
 pub const LOG_QUOTA: &str = "10000/minute";
+/// The quota of the sliding window with a moment estimator: as open as a
+/// packed counter allows (it counts up to 2^27 − 1 a sub-window), so every
+/// decision is allowed.
+pub const MOMENT_QUOTA: &str = "100000000/minute";
 
 /// Whose requests a run makes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,7 +33,7 @@ fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
     match kind {
         Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
         Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
-        Kind::Limiter(Case(Algorithm::SlidingWindow { .. })) => true,
+        Kind::Limiter(Case(Algorithm::SlidingWindow { .. }, _)) => true,
         Kind::Limiter(_) => false,
     }
 }
@@ -110,7 +110,7 @@ fn kinds() -> Vec<Kind> {
         .chain(
             Case::ALL
                 .into_iter()
-                .filter(|&a| a != Case(Algorithm::HybridQuota))
+                .filter(|a| a.0 != Algorithm::HybridQuota)
                 .map(Kind::Limiter),
         )
         .collect()
@@ -444,7 +444,10 @@ pub fn run(mut args: Args) {
             let target = Arc::new(runtime.block_on(target(kind, &server.address())));
             let keys = client_keys(key_prefix(kind));
             if mode == Mode::Many
-                && matches!(kind, Kind::Limiter(Case(Algorithm::SlidingWindow { .. })))
+                && matches!(
+                    kind,
+                    Kind::Limiter(Case(Algorithm::SlidingWindow { .. }, _))
+                )
             {
                 // Steady state, as in a long-running service: a decision
                 // reads the buckets its client's last one left unsealed or
@@ -592,7 +595,10 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
         }
     };
     for n in [1, 4, 12, 60] {
-        let kind = Kind::Limiter(Case(Algorithm::SlidingWindow { sub_windows: n }));
+        let kind = Kind::Limiter(Case(
+            Algorithm::SlidingWindow { sub_windows: n },
+            memcache_ratelimit::algorithm::Estimator::Uniform,
+        ));
         println!(
             "| n={n} | {} | {} | {} | {} |",
             ratio(Mode::Hot, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),

@@ -148,6 +148,7 @@ fn compare_estimators(
         )?
         .progress_chars("=> "),
     );
+    let workloads = &estimators::traced(workloads);
     let rows =
         estimators::run(workloads, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
     bar.finish_and_clear();
@@ -162,9 +163,12 @@ fn compare_estimators(
     std::fs::create_dir_all(&args.out)?;
     let path = args.out.join("estimators.md");
     std::fs::write(&path, &table)?;
+    let figures = estimators::figures(&args.figures, workloads, &rows)?;
     eprintln!(
-        "Wrote {} in {:.1} s on {threads} threads.",
+        "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
         path.display(),
+        figures.len(),
+        args.figures.display(),
         began.elapsed().as_secs_f64()
     );
     Ok(())

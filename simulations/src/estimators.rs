@@ -4,7 +4,9 @@
 //! refunded, and Cloudflare's, in strict mode against the exact count of
 //! every request).
 
+use std::error::Error;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -12,8 +14,10 @@ use memcache_ratelimit::algorithm::Estimator;
 use memcache_ratelimit::{LimiterSpec, ManualClock, Quota};
 
 use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated, DEADLINE};
+use crate::plot;
 use crate::runner::{self, Outcome, RunError};
-use crate::workload::Workload;
+use crate::trace::downsample;
+use crate::workload::{Trace, Workload};
 
 /// The sub-window counts compared.
 pub const SUB_WINDOWS: [u32; 4] = [1, 4, 12, 60];
@@ -202,4 +206,78 @@ fn cell(row: &Row) -> String {
         "{wrong:.2} / {} / {allowed:.3}",
         rel.map_or("–".to_owned(), |rel| format!("{rel:.1}"))
     )
+}
+
+/// The bursty workload whose traced client the estimators' figures show.
+pub const TRACED_WORKLOAD: &str = "on-off";
+/// How long its client is traced: ten minutes, fifteen bursts.
+const TRACED_NANOS: u64 = 10 * 60 * 1_000_000_000;
+
+/// `workloads`, with the first client of [`TRACED_WORKLOAD`] traced over
+/// its first ten minutes.
+pub fn traced(workloads: &[Workload]) -> Vec<Workload> {
+    workloads
+        .iter()
+        .cloned()
+        .map(|mut workload| {
+            if workload.id == TRACED_WORKLOAD && workload.trace.is_none() {
+                workload.trace = Some(Trace {
+                    client: 0,
+                    until: TRACED_NANOS,
+                });
+            }
+            workload
+        })
+        .collect()
+}
+
+/// One figure per sub-window count of 1 and 4: the traced bursty client's
+/// estimate and the exact count of what was admitted, under the uniform
+/// rule (top) and the moment estimator (bottom), in the project's mode.
+pub fn figures(
+    dir: &Path,
+    workloads: &[Workload],
+    rows: &[Row],
+) -> Result<Vec<PathBuf>, Box<dyn Error>> {
+    let mut written = Vec::new();
+    for n in [1, 4] {
+        let traces: Vec<&Row> = [Estimator::Uniform, Estimator::MomentPower]
+            .iter()
+            .filter_map(|&estimator| {
+                rows.iter().find(|row| {
+                    workloads[row.workload].id == TRACED_WORKLOAD
+                        && row.denied == DeniedRequests::Refunded
+                        && row.limiter
+                            == Estimated {
+                                sub_windows: n,
+                                estimator,
+                            }
+                })
+            })
+            .collect();
+        for row in traces {
+            let workload = &workloads[row.workload];
+            let trace = &row.outcome.trace;
+            if trace.is_empty() {
+                continue;
+            }
+            let exact: Vec<(f64, f64)> = trace.iter().map(|p| (p.seconds(), p.exact)).collect();
+            let estimate: Vec<(f64, f64)> =
+                trace.iter().map(|p| (p.seconds(), p.estimate)).collect();
+            let path = dir.join(format!("estimate-{}-on-off.svg", row.limiter.id()));
+            let title = format!(
+                "{}: estimate vs exact count, one on/off client (10 s at 5× the limit, 40 s off)",
+                row.limiter.label(),
+            );
+            plot::estimate_vs_exact(
+                &path,
+                &title,
+                workload.quota.limit() as f64,
+                &downsample(&exact, 1_200),
+                &[(row.limiter.label(), downsample(&estimate, 1_200))],
+            )?;
+            written.push(path);
+        }
+    }
+    Ok(written)
 }
