@@ -1,0 +1,55 @@
+//! The estimators comparison: every estimator at every sub-window count
+//! on every workload in both modes, one well-formed table, and the moment
+//! estimator closer to the exact count than the uniform rule where the
+//! traffic is bursty.
+
+use memcache_ratelimit::algorithm::Estimator;
+use simulations::algorithms::DeniedRequests;
+use simulations::estimators::{self, Estimated, ESTIMATORS, SUB_WINDOWS};
+use simulations::workload::{self, SourcesSpec};
+
+#[test]
+fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
+    let workloads = estimators::traced(&[
+        workload::on_off(5, 6, 5.0, 10, 40, 6),
+        workload::sources(5, &SourcesSpec::new(2_000, 4)),
+    ]);
+    let rows = estimators::run(&workloads, 2, &|_| {}).unwrap();
+    assert_eq!(
+        rows.len(),
+        workloads.len() * SUB_WINDOWS.len() * ESTIMATORS.len() * 2
+    );
+    let table = estimators::markdown(&workloads, &rows);
+    let lines: Vec<&str> = table.lines().filter(|l| l.starts_with("| ")).collect();
+    // Per mode: a header and a line per workload and sub-window count.
+    assert_eq!(lines.len(), 2 * (1 + workloads.len() * SUB_WINDOWS.len()));
+    assert!(!table.contains('–'), "every cell measured:\n{table}");
+
+    let mean_rel = |estimator: Estimator, n: u32| {
+        let row = rows
+            .iter()
+            .find(|row| {
+                workloads[row.workload].id == "on-off"
+                    && row.denied == DeniedRequests::Refunded
+                    && row.limiter
+                        == Estimated {
+                            sub_windows: n,
+                            estimator,
+                        }
+            })
+            .unwrap();
+        row.outcome.metrics.mean_rel_pct.unwrap()
+    };
+    for n in [4, 12] {
+        let (uniform, moment) = (
+            mean_rel(Estimator::Uniform, n),
+            mean_rel(Estimator::MomentPower, n),
+        );
+        assert!(moment < uniform, "n={n}: moment {moment} uniform {uniform}");
+    }
+    // The traced bursty client gives a figure per estimator, n = 1 and 4.
+    let dir = std::env::temp_dir().join(format!("estimator-figures-{}", std::process::id()));
+    let figures = estimators::figures(&dir, &workloads, &rows).unwrap();
+    assert_eq!(figures.len(), 4, "{figures:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
