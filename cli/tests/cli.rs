@@ -549,31 +549,15 @@ fn inspect_decodes_the_compare_and_swap_states() {
 fn check_takes_the_sliding_windows_estimator() {
     let memcached = Memcached::start();
     let servers = memcached.address();
-    let run = |client: &str| {
-        cli(&[
-            "check",
-            client,
-            "--servers",
-            &servers,
-            "--quota",
-            "2/minute",
-            "--estimator",
-            "moment",
-        ])
+    let run = |command: &str, extra: &[&str]| {
+        let mut args = vec![command, "erin", "--servers", &servers];
+        args.extend_from_slice(&["--quota", "2/minute", "--estimator", "moment"]);
+        args.extend_from_slice(extra);
+        cli(&args)
     };
-    let statuses: Vec<_> = (0..3).map(|_| run("erin").status.code()).collect();
+    let statuses: Vec<_> = (0..3).map(|_| run("check", &[]).status.code()).collect();
     assert_eq!(statuses, [Some(0), Some(0), Some(1)]);
-    let inspected = stdout(&cli(&[
-        "inspect",
-        "erin",
-        "--servers",
-        &servers,
-        "--quota",
-        "2/minute",
-        "--estimator",
-        "moment",
-        "--json",
-    ]));
+    let inspected = stdout(&run("inspect", &["--json"]));
     assert!(inspected.contains("-mom\""), "{inspected}");
     assert!(inspected.contains("\"count\":2,"), "{inspected}");
     assert!(inspected.contains("(offset sum "), "{inspected}");

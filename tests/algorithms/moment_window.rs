@@ -28,6 +28,26 @@ async fn stored(f: &Fixture, limiter: &RateLimiter, client: &[u8]) -> (u64, u64)
     (value >> 37, value & ((1 << 37) - 1))
 }
 
+/// A 100/minute moment window of one sub-window, with `client`'s current
+/// counter written over with `value` (another writer, or an attack).
+async fn written_over(f: &Fixture, client: &[u8], value: u64) -> RateLimiter {
+    let limiter = moment(f, "100/minute", 1);
+    if f.real_time() {
+        f.clock.set(chrono::Utc::now());
+    }
+    let key = limiter.keys_at(client, f.clock.now()).unwrap().remove(0);
+    f.store
+        .put(
+            &key,
+            value.to_string().as_bytes(),
+            Duration::from_secs(120),
+            PutCondition::Always,
+        )
+        .await
+        .unwrap();
+    limiter
+}
+
 #[tokio::test]
 async fn the_counter_packs_the_offsets_under_its_own_suffix() {
     for f in fixtures().await {
@@ -149,22 +169,9 @@ async fn a_limit_beyond_the_packed_count_counts_plainly() {
 #[tokio::test]
 async fn a_wrapped_packed_counter_is_read_as_a_full_window_and_repaired() {
     for f in fixtures().await {
-        let limiter = moment(&f, "100/minute", 1);
         let client = unique_client("moment-wrapped");
-        if f.real_time() {
-            f.clock.set(chrono::Utc::now());
-        }
+        let limiter = written_over(&f, &client, u64::MAX - 1).await;
         let key = limiter.keys_at(&client, f.clock.now()).unwrap().remove(0);
-        let near = (u64::MAX - 1).to_string();
-        f.store
-            .put(
-                &key,
-                near.as_bytes(),
-                Duration::from_secs(120),
-                PutCondition::Always,
-            )
-            .await
-            .unwrap();
         let decision = limiter.check(&client).await.unwrap();
         assert!(decision.is_denied(), "{}", f.name);
         assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
@@ -180,23 +187,9 @@ async fn a_wrapped_packed_counter_is_read_as_a_full_window_and_repaired() {
 #[tokio::test]
 async fn an_offset_sum_beyond_its_count_is_cut_and_reported() {
     for f in fixtures().await {
-        let limiter = moment(&f, "100/minute", 1);
         let client = unique_client("moment-garbage");
-        if f.real_time() {
-            f.clock.set(chrono::Utc::now());
-        }
-        let key = limiter.keys_at(&client, f.clock.now()).unwrap().remove(0);
         // Count 1, offset sum 5,000: at most 1,023 for one request.
-        let garbage = ((1u64 << 37) | 5_000).to_string();
-        f.store
-            .put(
-                &key,
-                garbage.as_bytes(),
-                Duration::from_secs(120),
-                PutCondition::Always,
-            )
-            .await
-            .unwrap();
+        let limiter = written_over(&f, &client, (1 << 37) | 5_000).await;
         assert!(limiter.check(&client).await.unwrap().is_allowed());
         assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
     }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
-use super::math::{admits, verdict, Position, Window};
+use super::math::{admits, verdict, Position};
 use super::moment::{self, Estimator};
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
@@ -40,13 +40,6 @@ pub(crate) struct WindowCounter {
     /// How the oldest bucket is weighed; with a moment estimator every
     /// counter is packed (count and offset sum, [`moment`]).
     pub(crate) estimator: Estimator,
-}
-
-/// The counts of the buckets read, and for packed counters their offset
-/// sums beside them.
-struct Decoded {
-    counts: Vec<u64>,
-    offsets: Vec<u64>,
 }
 
 impl WindowCounter {
@@ -201,86 +194,6 @@ impl WindowCounter {
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
         Ok(decision.with_used(v.used))
-    }
-
-    /// What a counter that wrapped is set to: a full window, the limit
-    /// (on a packed counter with its offsets in the middle).
-    fn full(&self) -> u64 {
-        let limit = self.settings.quota.limit();
-        if self.estimator.packs() {
-            moment::pack(limit, limit * 511)
-        } else {
-            limit
-        }
-    }
-
-    /// The window `decoded` holds, as the estimate weighs it.
-    fn window<'a>(&self, decoded: &'a Decoded) -> Window<'a> {
-        Window {
-            counts: &decoded.counts,
-            offsets: &decoded.offsets,
-            estimator: self.estimator,
-        }
-    }
-
-    /// The counts and offset sums of the counters read, `raw` for the
-    /// keys `keys`; a packed counter whose offset sum is more than its
-    /// count allows is cut to it and reported.
-    fn decode(&self, keys: &[Vec<u8>], raw: Vec<u64>) -> Decoded {
-        if !self.estimator.packs() {
-            return Decoded {
-                counts: raw,
-                offsets: Vec::new(),
-            };
-        }
-        let mut counts = Vec::with_capacity(raw.len());
-        let mut offsets = Vec::with_capacity(raw.len());
-        for (age, &value) in raw.iter().enumerate() {
-            let (count, sum, cut) = moment::unpack(value);
-            if cut {
-                let key = keys.get(age).map_or(&[][..], Vec::as_slice);
-                self.settings.repairs.state_repaired(
-                    key,
-                    value.to_string().as_bytes(),
-                    "an offset sum beyond its count; cut to it",
-                );
-            }
-            counts.push(count);
-            offsets.push(sum);
-        }
-        Decoded { counts, offsets }
-    }
-
-    /// [`decode`](Self::decode) for a decision: `raw[0]` is the current
-    /// counter and `raw[age]` for `age` in `read_ages` was read from
-    /// `reads` (the others came from the sealed cache, checked before).
-    fn decode_read(
-        &self,
-        current: &[u8],
-        reads: &[Vec<u8>],
-        read_ages: &[usize],
-        raw: Vec<u64>,
-    ) -> Decoded {
-        if !self.estimator.packs() {
-            return self.decode(&[], raw);
-        }
-        let mut keys = vec![Vec::new(); raw.len()];
-        keys[0] = current.to_vec();
-        for (&age, key) in read_ages.iter().zip(reads) {
-            keys[age] = key.clone();
-        }
-        self.decode(&keys, raw)
-    }
-
-    /// A counter's value as `inspect` shows it: the count, and on a
-    /// packed counter the offset sum beside it.
-    fn describe(&self, value: u64) -> String {
-        if self.estimator.packs() {
-            let (count, offsets, _) = moment::unpack(value);
-            format!("{count} (offset sum {offsets})")
-        } else {
-            value.to_string()
-        }
     }
 
     /// Bucket `index` with its `count`, if it is sealed at `now`: closed

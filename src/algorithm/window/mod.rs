@@ -5,6 +5,7 @@
 //! - [`sliding`]: the approximated sliding window over `n` sub-windows;
 //! - [`engine`]: the increment-and-read both share, with the refund of a
 //!   denial and the repair of a wrapped counter ([`repair`]);
+//! - [`decode`]: what the counters read mean (plain or packed counts);
 //! - [`math`]: the estimate and the exact integer decision, pure;
 //! - [`moment`]: the packed counter and the moment-corrected weight of
 //!   the oldest sub-window, pure;
@@ -12,6 +13,7 @@
 //! - [`sealed`]: the cache of buckets that can no longer change.
 
 mod buckets;
+mod decode;
 mod engine;
 mod fixed;
 mod math;
