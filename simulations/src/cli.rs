@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::algorithms;
 use crate::workload::{self, Scale};
-use crate::{estimators, figures, generated, report, suite};
+use crate::{estimators, figures, generated, populations, report, suite};
 
 /// Measure every rate-limiting algorithm against an exact sliding window.
 #[derive(Debug, Parser)]
@@ -137,18 +137,28 @@ fn compare_estimators(
     began: Instant,
 ) -> Result<(), Box<dyn Error>> {
     let runs = (estimators::SUB_WINDOWS.len() * estimators::ESTIMATORS.len() * 2) as u64;
-    let total: u64 = workloads
-        .iter()
-        .map(|w| w.requests.len() as u64)
-        .sum::<u64>()
-        * runs;
-    let bar = ProgressBar::new(total).with_style(
+    let bar = ProgressBar::new(0).with_style(
         ProgressStyle::with_template(
             "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
         )?
         .progress_chars("=> "),
     );
-    let workloads = &estimators::traced(workloads);
+    // And the three populations of one make-up, which differ in the shape
+    // of each source's traffic.
+    let (sources, minutes) = if args.quick {
+        (6_000, 5)
+    } else {
+        (populations::SOURCES, populations::MINUTES)
+    };
+    let mut workloads = estimators::traced(workloads);
+    workloads.extend(populations::all(args.seed, sources, minutes));
+    let workloads = &workloads;
+    let total: u64 = workloads
+        .iter()
+        .map(|w| w.requests.len() as u64)
+        .sum::<u64>()
+        * runs;
+    bar.set_length(total);
     let rows =
         estimators::run(workloads, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
     bar.finish_and_clear();

@@ -4,7 +4,8 @@
 //! every run is deterministic for a given seed.
 //!
 //! - [`workload`]: the workloads (built from the arrival processes in
-//!   [`traffic`]);
+//!   [`traffic`]), and [`populations`]: three Cloudflare-like populations
+//!   that differ in the shape of each source's traffic;
 //! - [`algorithms`]: the algorithms under test, the in-process caches they
 //!   can run with, and how each is built;
 //! - [`oracle`]: the exact sliding window;
@@ -31,6 +32,7 @@ pub mod generated;
 pub mod metrics;
 pub mod oracle;
 pub mod plot;
+pub mod populations;
 pub mod report;
 pub mod runner;
 pub mod strict;

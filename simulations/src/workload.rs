@@ -69,7 +69,7 @@ pub struct Workload {
 }
 
 impl Workload {
-    fn new(
+    pub(crate) fn new(
         id: String,
         title: String,
         clients: u32,
@@ -113,17 +113,17 @@ pub fn seed_for(seed: u64, id: &str) -> u64 {
     hash ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
-fn per_second(factor: f64) -> f64 {
+pub(crate) fn per_second(factor: f64) -> f64 {
     factor * QUOTA.limit() as f64 / QUOTA.period().as_secs_f64()
 }
 
-fn minutes(m: u64) -> u64 {
+pub(crate) fn minutes(m: u64) -> u64 {
     m * 60 * SECOND
 }
 
 /// A workload's id and the random source of its traffic, seeded from the
 /// run's seed and that id ([`seed_for`]).
-fn seeded(seed: u64, id: impl Into<String>) -> (String, StdRng) {
+pub(crate) fn seeded(seed: u64, id: impl Into<String>) -> (String, StdRng) {
     let id = id.into();
     let rng = StdRng::seed_from_u64(seed_for(seed, &id));
     (id, rng)
@@ -139,7 +139,7 @@ fn request(client: u32, at: u64) -> Request {
     }
 }
 
-fn one_node(client: u32, times: Vec<u64>) -> impl Iterator<Item = Request> {
+pub(crate) fn one_node(client: u32, times: Vec<u64>) -> impl Iterator<Item = Request> {
     times.into_iter().map(move |at| request(client, at))
 }
 
