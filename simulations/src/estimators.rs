@@ -22,10 +22,11 @@ use crate::workload::{Trace, Workload};
 /// The sub-window counts compared.
 pub const SUB_WINDOWS: [u32; 4] = [1, 4, 12, 60];
 /// The estimators compared.
-pub const ESTIMATORS: [Estimator; 3] = [
+pub const ESTIMATORS: [Estimator; 4] = [
     Estimator::Uniform,
     Estimator::MomentPower,
     Estimator::MomentRamp,
+    Estimator::MomentTilt,
 ];
 
 /// The sliding window of `sub_windows` weighing its oldest sub-window by

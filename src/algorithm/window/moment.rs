@@ -74,16 +74,21 @@ pub enum Estimator {
     /// The same with the linear density, ramped where it would go
     /// negative.
     MomentRamp,
+    /// The same with the density of most entropy for the mean, `e^(θx)`:
+    /// what uniform arrivals conditioned on their mean tend to as they
+    /// grow many.
+    MomentTilt,
 }
 
 impl Estimator {
-    /// Its name in configuration files and commands: `uniform`, `moment`
-    /// or `moment-ramp`.
+    /// Its name in configuration files and commands: `uniform`, `moment`,
+    /// `moment-ramp` or `moment-tilt`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Uniform => "uniform",
             Self::MomentPower => "moment",
             Self::MomentRamp => "moment-ramp",
+            Self::MomentTilt => "moment-tilt",
         }
     }
 
@@ -107,8 +112,9 @@ impl FromStr for Estimator {
             "uniform" => Ok(Self::Uniform),
             "moment" | "moment-power" => Ok(Self::MomentPower),
             "moment-ramp" => Ok(Self::MomentRamp),
+            "moment-tilt" => Ok(Self::MomentTilt),
             other => Err(format!(
-                "{other:?} is not one of uniform, moment, moment-ramp"
+                "{other:?} is not one of uniform, moment, moment-ramp, moment-tilt"
             )),
         }
     }
@@ -173,10 +179,10 @@ pub(crate) fn inside_scaled(
     }
     let e = into as f64 / len as f64;
     let mean = (offsets as f64 / count as f64 + 0.5) / CELLS as f64;
-    let share = if estimator == Estimator::MomentRamp {
-        ramp_mass_after(mean, e)
-    } else {
-        power_mass_after(mean, e)
+    let share = match estimator {
+        Estimator::MomentRamp => ramp_mass_after(mean, e),
+        Estimator::MomentTilt => tilt_mass_after(mean, e),
+        _ => power_mass_after(mean, e),
     };
     let (low, high) = bounds(count, offsets, into, len);
     // Fixed point, 32 bits below the unit: the weight in requests.
@@ -215,6 +221,33 @@ fn power_mass_after(mean: f64, e: f64) -> f64 {
     }
 }
 
+/// The mass after `e` of the density proportional to `e^(θx)` on
+/// `[0, 1]` whose mean is `mean`. Its mean is `1/2 + L(θ/2)/2`, `L` the
+/// Langevin function; `θ` comes from Cohen's approximation of `L`'s
+/// inverse (A. Cohen, "A Padé approximant to the inverse Langevin
+/// function", Rheologica Acta 30, 1991), refined by one Newton step.
+fn tilt_mass_after(mean: f64, e: f64) -> f64 {
+    let mean_of = |theta: f64| 1.0 / (1.0 - (-theta).exp()) - 1.0 / theta;
+    let y = 2.0 * mean - 1.0;
+    let mut theta = 2.0 * y * (3.0 - y * y) / (1.0 - y * y);
+    if theta.abs() > 1e-6 {
+        let t = (-theta).exp();
+        let slope = 1.0 / (theta * theta) - t / ((1.0 - t) * (1.0 - t));
+        if slope > 0.0 {
+            theta -= (mean_of(theta) - mean) / slope;
+        }
+    }
+    // The mass after `e` for θ > 0; by symmetry for θ < 0.
+    let after = |theta: f64, e: f64| (1.0 - (-theta * (1.0 - e)).exp()) / (1.0 - (-theta).exp());
+    if theta.abs() < 1e-6 {
+        1.0 - e
+    } else if theta > 0.0 {
+        after(theta, e)
+    } else {
+        1.0 - after(-theta, 1.0 - e)
+    }
+}
+
 /// The mass after `e` of the linear density with mean `mean`, ramped
 /// where it would go negative.
 fn ramp_mass_after(mean: f64, e: f64) -> f64 {
@@ -244,7 +277,11 @@ mod tests {
     use proptest::prelude::*;
 
     const LEN: u64 = 60_000_000_000;
-    const MOMENTS: [Estimator; 2] = [Estimator::MomentPower, Estimator::MomentRamp];
+    const MOMENTS: [Estimator; 3] = [
+        Estimator::MomentPower,
+        Estimator::MomentRamp,
+        Estimator::MomentTilt,
+    ];
 
     /// The weight inside, in requests.
     fn inside(estimator: Estimator, offsets_of: &[u64], into: u64) -> f64 {
@@ -316,7 +353,7 @@ mod tests {
             let (low, high) = bounds(count, sum, into, LEN);
             // The bounds hold the truth, whatever the estimate.
             prop_assert!(low <= truth && truth <= high, "{low} {truth} {high}");
-            for estimator in [Estimator::Uniform, Estimator::MomentPower, Estimator::MomentRamp] {
+            for estimator in [Estimator::Uniform, Estimator::MomentPower, Estimator::MomentRamp, Estimator::MomentTilt] {
                 let weight = inside_scaled(estimator, count, sum, into, LEN);
                 prop_assert!(weight <= u128::from(count) * u128::from(LEN));
                 if estimator.packs() {
