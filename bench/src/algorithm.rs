@@ -37,7 +37,7 @@ impl Case {
             Case(A::SlidingWindow { sub_windows: 4 }, Estimator::Uniform),
             Case(A::SlidingWindow { sub_windows: 12 }, Estimator::Uniform),
             Case(A::SlidingWindow { sub_windows: 60 }, Estimator::Uniform),
-            Case(A::SlidingWindow { sub_windows: 4 }, Estimator::MomentPower),
+            Case(A::SlidingWindow { sub_windows: 4 }, Estimator::Moment),
             Case(A::TokenBucket { capacity: None }, Estimator::Uniform),
             Case(A::Gcra { burst: None }, Estimator::Uniform),
             Case(A::SlidingLog, Estimator::Uniform),

@@ -588,7 +588,7 @@ fn a_bad_flag_is_named_not_an_environment_variable() {
         ),
         (
             &["--estimator", "median"],
-            "--estimator: \"median\": \"median\" is not one of uniform, moment, moment-ramp",
+            "--estimator: \"median\": \"median\" is not one of uniform, moment",
         ),
         (
             &["--algorithm", "gcra", "--estimator", "moment"],

@@ -23,7 +23,7 @@ fn main() {
         until: u64::MAX,
     });
     let workload = &workload;
-    let traces: Vec<_> = [Estimator::Uniform, Estimator::MomentPower]
+    let traces: Vec<_> = [Estimator::Uniform, Estimator::Moment]
         .into_iter()
         .map(|estimator| {
             let limiter = Estimated {

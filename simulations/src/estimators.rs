@@ -22,12 +22,7 @@ use crate::workload::{Trace, Workload};
 /// The sub-window counts compared.
 pub const SUB_WINDOWS: [u32; 4] = [1, 4, 12, 60];
 /// The estimators compared.
-pub const ESTIMATORS: [Estimator; 4] = [
-    Estimator::Uniform,
-    Estimator::MomentPower,
-    Estimator::MomentRamp,
-    Estimator::MomentTilt,
-];
+pub const ESTIMATORS: [Estimator; 2] = [Estimator::Uniform, Estimator::Moment];
 
 /// The sliding window of `sub_windows` weighing its oldest sub-window by
 /// `estimator`.
@@ -242,7 +237,7 @@ pub fn figures(
 ) -> Result<Vec<PathBuf>, Box<dyn Error>> {
     let mut written = Vec::new();
     for n in [1, 4] {
-        let traces: Vec<&Row> = [Estimator::Uniform, Estimator::MomentPower]
+        let traces: Vec<&Row> = [Estimator::Uniform, Estimator::Moment]
             .iter()
             .filter_map(|&estimator| {
                 rows.iter().find(|row| {

@@ -43,7 +43,7 @@ fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
     for n in [4, 12] {
         let (uniform, moment) = (
             mean_rel(Estimator::Uniform, n),
-            mean_rel(Estimator::MomentPower, n),
+            mean_rel(Estimator::Moment, n),
         );
         assert!(moment < uniform, "n={n}: moment {moment} uniform {uniform}");
     }

@@ -16,7 +16,7 @@
 //! sub_windows = 12               # sliding_window; `capacity` for token_bucket, `burst` for gcra,
 //!                                # `refill_amount` and `restart_when_empty` for discrete_refill,
 //!                                # `refill_amount` for sessionize
-//! estimator = "moment"           # sliding_window: uniform (default), moment, moment-ramp
+//! estimator = "moment"           # sliding_window: uniform (default) or moment
 //! failure_policy = "fallback"    # open (default), closed, return_error, fallback
 //! fallback_share = 0.25          # with fallback: this instance's share of the quota
 //! deadline = "50ms"

@@ -164,9 +164,9 @@ impl LimiterBuilder<SlidingWindow> {
     /// use std::sync::Arc;
     ///
     /// let limiter = SlidingWindow::builder("100/minute".parse()?, Arc::new(MemoryStore::new()))
-    ///     .estimator(Estimator::MomentPower)
+    ///     .estimator(Estimator::Moment)
     ///     .build()?;
-    /// assert_eq!(limiter.spec().estimator_choice(), Estimator::MomentPower);
+    /// assert_eq!(limiter.spec().estimator_choice(), Estimator::Moment);
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn estimator(mut self, estimator: crate::algorithm::Estimator) -> Self {

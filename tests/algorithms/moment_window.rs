@@ -16,7 +16,7 @@ use memcache_ratelimit::{Clock, RateLimiter, SlidingWindow};
 fn moment(f: &Fixture, quota: &str, n: u32) -> RateLimiter {
     f.builder(SlidingWindow::builder, quota)
         .sub_windows(n)
-        .estimator(Estimator::MomentPower)
+        .estimator(Estimator::Moment)
         .build()
         .unwrap()
 }
@@ -91,7 +91,7 @@ async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
             let limiter = f
                 .builder_on(counting.clone(), SlidingWindow::builder, "3/minute")
                 .sub_windows(n)
-                .estimator(Estimator::MomentPower)
+                .estimator(Estimator::Moment)
                 .build()
                 .unwrap();
             let client = unique_client("moment-calls");
@@ -146,7 +146,7 @@ async fn a_limit_beyond_the_packed_count_counts_plainly() {
         let quota = format!("{}/minute", MAX_MOMENT_COUNT + 1);
         let limiter = f
             .builder(SlidingWindow::builder, quota.as_str())
-            .estimator(Estimator::MomentPower)
+            .estimator(Estimator::Moment)
             .build()
             .unwrap();
         let client = unique_client("plain");

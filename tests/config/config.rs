@@ -147,7 +147,7 @@ fn the_sliding_window_takes_its_estimator_from_file_or_environment() {
         Estimator::Uniform
     );
     let file = Config::from_toml("estimator = \"moment\"").unwrap();
-    assert_eq!(file.spec().estimator_choice(), Estimator::MomentPower);
+    assert_eq!(file.spec().estimator_choice(), Estimator::Moment);
     let overridden = Config::from_toml_with_env(
         "estimator = \"moment\"",
         env(&[("MEMCACHE_RATELIMIT_ESTIMATOR", "uniform")]),

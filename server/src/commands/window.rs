@@ -3,9 +3,8 @@
 //! product, for clients in any language. `limit` requests per `window`
 //! seconds, over `n` sub-windows (default 4, the library's default); a
 //! request takes `TAKE` units (default 1); the oldest sub-window is weighed
-//! by the estimator `e`: `uniform` (the default), `moment` or
-//! `moment-ramp` (from the offsets its counter also sums), each its own
-//! buckets. The reply is an array of five integers:
+//! by the estimator `e`: `uniform` (the default) or `moment` (from the
+//! offsets its counter also sums), each its own buckets. The reply is an array of five integers:
 //! allowed (1 or 0), the limit, the units remaining, the milliseconds
 //! until the window is empty, and the milliseconds to wait before a retry
 //! can succeed (−1 when allowed). Denied requests are not counted, as in
@@ -148,7 +147,7 @@ mod tests {
         assert_eq!(error("rl.window k 5 60 take x"), NOT_AN_INTEGER);
         assert_eq!(error("rl.window k 5 60 estimator mean"), "ERR syntax error");
         let moment = parse(&args("rl.window k 5 60 ESTIMATOR Moment take 2")).unwrap();
-        assert_eq!((moment.estimator, moment.take), (Estimator::MomentPower, 2));
+        assert_eq!((moment.estimator, moment.take), (Estimator::Moment, 2));
         assert_eq!(default.estimator, Estimator::Uniform);
     }
 }
