@@ -51,6 +51,31 @@ unsafe fn aligned_or(
     aligned().cast()
 }
 
+/// A block for `layout` from `plain` (word-aligned) or `aligned`, as the
+/// impl below says; both zeroing or neither.
+///
+/// # Safety
+///
+/// As [`GlobalAlloc::alloc`].
+#[inline(always)]
+unsafe fn allocate(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    // SAFETY: mimalloc's allocation functions, any size and alignment.
+    unsafe {
+        if align <= WORD {
+            plain(size).cast()
+        } else if align <= TRIED {
+            aligned_or(plain(size), align, || aligned(size, align))
+        } else {
+            aligned(size, align).cast()
+        }
+    }
+}
+
 // SAFETY: each method forwards to the mimalloc function for the same
 // contract: `mi_malloc`, `mi_zalloc` and `mi_realloc` return blocks aligned
 // to at least a word, used for layouts that ask no more (`mi_malloc` and
@@ -60,36 +85,14 @@ unsafe fn aligned_or(
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
         // SAFETY: see the impl.
-        unsafe {
-            if align <= WORD {
-                mi::mi_malloc(size).cast()
-            } else if align <= TRIED {
-                aligned_or(mi::mi_malloc(size), align, || {
-                    mi::mi_malloc_aligned(size, align)
-                })
-            } else {
-                mi::mi_malloc_aligned(size, align).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let (size, align) = (layout.size(), layout.align());
         // SAFETY: see the impl.
-        unsafe {
-            if align <= WORD {
-                mi::mi_zalloc(size).cast()
-            } else if align <= TRIED {
-                aligned_or(mi::mi_zalloc(size), align, || {
-                    mi::mi_zalloc_aligned(size, align)
-                })
-            } else {
-                mi::mi_zalloc_aligned(size, align).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     #[inline]

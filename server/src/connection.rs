@@ -82,33 +82,31 @@ pub async fn serve(
     }
 }
 
-/// The jobs of one bucket in one read, in the order they came: most lanes
-/// hold one job, which then needs no vector.
-enum Lane {
-    One(usize, Job),
-    Many(Vec<(usize, Job)>),
+/// One item, or several in the order they came: most lanes of a read hold
+/// one job (and give one reply), which then needs no vector.
+enum OneOrMany<T> {
+    One(usize, T),
+    Many(Vec<(usize, T)>),
 }
 
-impl Lane {
-    fn push(&mut self, at: usize, job: Job) {
-        match self {
-            Self::Many(jobs) => jobs.push((at, job)),
-            Self::One(..) => {
-                let Self::One(first_at, first) = std::mem::replace(self, Self::Many(Vec::new()))
-                else {
-                    unreachable!("matched One above")
-                };
-                *self = Self::Many(vec![(first_at, first), (at, job)]);
+impl<T> OneOrMany<T> {
+    fn push(&mut self, at: usize, item: T) {
+        *self = match std::mem::replace(self, Self::Many(Vec::new())) {
+            Self::One(first_at, first) => Self::Many(vec![(first_at, first), (at, item)]),
+            Self::Many(mut items) => {
+                items.push((at, item));
+                Self::Many(items)
             }
-        }
+        };
     }
 }
 
+/// The jobs of one bucket in one read, each with the position of its
+/// command.
+type Lane = OneOrMany<Job>;
+
 /// A lane's replies, each with the position of its command.
-enum Done {
-    One(usize, Reply),
-    Many(Vec<(usize, Reply)>),
-}
+type Done = OneOrMany<Reply>;
 
 /// Runs `job` and counts it.
 async fn run(job: Job, shared: &Shared) -> Reply {

@@ -39,12 +39,6 @@ pub(super) fn check(written: Written) -> Result<Config, ConfigError> {
         spec = spec.max_clock_skew(duration(&written, "max_clock_skew", text)?);
     }
     if let Some(text) = &file.estimator {
-        if !matches!(algorithm, Algorithm::SlidingWindow { .. }) {
-            return Err(written.error(
-                "estimator",
-                format!("the {} algorithm does not take it", algorithm.name()),
-            ));
-        }
         let estimator = text
             .parse::<Estimator>()
             .map_err(|reason| written.error("estimator", reason))?;
@@ -186,6 +180,11 @@ fn algorithm(written: &Written) -> Result<Algorithm, ConfigError> {
         (
             "sub_windows",
             file.sub_windows.is_some(),
+            matches!(algorithm, Algorithm::SlidingWindow { .. }),
+        ),
+        (
+            "estimator",
+            file.estimator.is_some(),
             matches!(algorithm, Algorithm::SlidingWindow { .. }),
         ),
         (

@@ -65,14 +65,13 @@ pub fn buckets(
                 (n, age) if age == n => oldest_weight,
                 _ => 0.0,
             };
-            let count = count_of(key.value.as_deref());
             Bucket {
                 age,
                 key: key.key.clone(),
                 start: time(clamp(start)).to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
                 start_unix_ms: clamp(start.div_euclid(1_000_000)),
                 end_unix_ms: clamp((start + len).div_euclid(1_000_000)),
-                count: count.unwrap_or(0),
+                count: counts[age as usize],
                 stored: key.value.is_some(),
                 // Six decimals: the float arithmetic's noise is no weight.
                 weight: (weight * 1e6).round() / 1e6,

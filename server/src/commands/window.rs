@@ -67,10 +67,13 @@ pub fn parse(args: &[Bytes]) -> Result<Request, Reply> {
         } else if is(name, "take") {
             request.take = positive(value)?;
         } else if is(name, "estimator") {
-            request.estimator = std::str::from_utf8(value)
-                .ok()
-                .and_then(|text| text.to_ascii_lowercase().parse().ok())
-                .ok_or_else(|| Reply::error("ERR syntax error"))?;
+            request.estimator = if is(value, Estimator::Uniform.name()) {
+                Estimator::Uniform
+            } else if is(value, Estimator::Moment.name()) {
+                Estimator::Moment
+            } else {
+                return Err(Reply::error("ERR syntax error"));
+            };
         } else {
             return Err(Reply::error("ERR syntax error"));
         }

@@ -46,7 +46,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use hashbrown::HashTable;
 
-use super::policy::SharedKnownStates;
+use super::policy::{KnownBound, SharedKnownStates};
 use crate::key::KeyHasher;
 
 /// How many shards the keys are spread over, so threads deciding on
@@ -79,6 +79,12 @@ struct Generations<S> {
     previous: HashTable<Entry<S>>,
 }
 
+impl<S> Generations<S> {
+    fn len(&self) -> usize {
+        self.current.len() + self.previous.len()
+    }
+}
+
 impl<S> Default for Generations<S> {
     fn default() -> Self {
         Self {
@@ -109,12 +115,16 @@ impl<S: Clone> KnownStates<S> {
     /// reads).
     #[cfg(test)]
     pub(super) fn new(capacity: usize) -> Self {
-        Self::within(capacity, None)
+        Self::within(&KnownBound::Keys(capacity))
     }
 
-    /// Room for about `capacity` keys, and, with `shared`, no more than
-    /// that bound leaves among the limiters sharing it.
-    pub(super) fn within(capacity: usize, shared: Option<SharedKnownStates>) -> Self {
+    /// Room for about as many keys as `bound` says, and, with a shared
+    /// bound, no more than it leaves among the limiters sharing it.
+    pub(super) fn within(bound: &KnownBound) -> Self {
+        let (capacity, shared) = match bound {
+            KnownBound::Keys(keys) => (*keys, None),
+            KnownBound::Shared(shared) => (shared.keys(), Some(shared.clone())),
+        };
         let shards = if capacity == 0 { 0 } else { SHARDS };
         Self {
             shards: (0..shards).map(|_| Mutex::default()).collect(),
@@ -191,9 +201,9 @@ impl<S: Clone> KnownStates<S> {
             return;
         }
         // Known in the previous generation: moved to the current one.
-        let (key, added) = match shard.previous.find_entry(hash, matches) {
-            Ok(found) => (found.remove().0.key, 0),
-            Err(_) => (key.into(), 1),
+        let (key, new) = match shard.previous.find_entry(hash, matches) {
+            Ok(found) => (found.remove().0.key, false),
+            Err(_) => (key.into(), true),
         };
         let entry = Entry {
             hash,
@@ -201,26 +211,22 @@ impl<S: Clone> KnownStates<S> {
             state,
             version,
         };
-        let shared_full = added == 1 && self.shared.as_ref().is_some_and(|shared| shared.full());
+        let shared = self.shared.as_ref().filter(|_| new);
+        let shared_full = shared.is_some_and(SharedKnownStates::full);
         if shard.current.len() >= self.per_generation || shared_full {
             // The full generation becomes the previous one; the old
             // previous one is emptied and reused, keeping its room, so
             // the tables never grow again once both are full.
             let generations = &mut *shard;
             std::mem::swap(&mut generations.current, &mut generations.previous);
-            let dropped = generations.current.len();
+            if let Some(shared) = &self.shared {
+                shared.remove(generations.current.len());
+            }
             generations.current.clear();
-            self.count(dropped, 0);
         }
         shard.current.insert_unique(hash, entry, |entry| entry.hash);
-        self.count(0, added);
-    }
-
-    /// Counts keys dropped and added against the shared bound, if any.
-    fn count(&self, dropped: usize, added: usize) {
-        if let Some(shared) = &self.shared {
-            shared.remove(dropped);
-            shared.add(added);
+        if let Some(shared) = shared {
+            shared.add(1);
         }
     }
 
@@ -239,7 +245,9 @@ impl<S: Clone> KnownStates<S> {
         } else {
             return;
         }
-        self.count(1, 0);
+        if let Some(shared) = &self.shared {
+            shared.remove(1);
+        }
     }
 
     /// How many keys are known now.
@@ -247,10 +255,7 @@ impl<S: Clone> KnownStates<S> {
     pub(super) fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|shard| {
-                let shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
-                shard.current.len() + shard.previous.len()
-            })
+            .map(|shard| shard.lock().unwrap_or_else(PoisonError::into_inner).len())
             .sum()
     }
 }
@@ -263,8 +268,10 @@ impl<S> Drop for KnownStates<S> {
                 .shards
                 .iter_mut()
                 .map(|shard| {
-                    let shard = shard.get_mut().unwrap_or_else(PoisonError::into_inner);
-                    shard.current.len() + shard.previous.len()
+                    shard
+                        .get_mut()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .len()
                 })
                 .sum();
             shared.remove(held);
@@ -340,8 +347,8 @@ mod tests {
     fn limiters_sharing_a_bound_hold_no_more_than_it_together() {
         let bound = 3_200;
         let shared = SharedKnownStates::new(bound);
-        let first = KnownStates::within(bound, Some(shared.clone()));
-        let second = KnownStates::within(bound, Some(shared.clone()));
+        let first = KnownStates::within(&KnownBound::Shared(shared.clone()));
+        let second = KnownStates::within(&KnownBound::Shared(shared.clone()));
         // Each alone may fill the bound; together they stay within it,
         // plus the two keys per shard of each that a rotation may leave.
         for i in 0..50_000u64 {
@@ -372,12 +379,12 @@ mod tests {
     fn an_idle_limiter_keeps_its_keys_and_a_busy_one_stays_within_the_rest() {
         let bound = 3_200;
         let shared = SharedKnownStates::new(bound);
-        let idle = KnownStates::<Vec<u8>>::within(bound, Some(shared.clone()));
+        let idle = KnownStates::<Vec<u8>>::within(&KnownBound::Shared(shared.clone()));
         for i in 0..bound as u64 {
             idle.remember(format!("idle{i}").as_bytes(), vec![], i);
         }
         let idle_held = idle.len();
-        let busy = KnownStates::within(bound, Some(shared.clone()));
+        let busy = KnownStates::within(&KnownBound::Shared(shared.clone()));
         for i in 0..10_000u64 {
             busy.remember(format!("busy{i}").as_bytes(), vec![], i);
             assert!(

@@ -75,7 +75,7 @@ impl<C: CasCore> CasLimiter<C> {
         let engine = Arc::new(Engine {
             store: settings.store.clone(),
             core: core.clone(),
-            known: KnownStates::within(policy.known_states, policy.shared_known_states.clone()),
+            known: KnownStates::within(&policy.known_states),
             policy,
             slack: settings.expiry_slack(),
             skew: i64::try_from(settings.max_clock_skew.as_nanos()).unwrap_or(i64::MAX),

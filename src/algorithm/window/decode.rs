@@ -3,7 +3,7 @@
 //! decoded and checked, and the window the estimate weighs.
 
 use super::engine::WindowCounter;
-use super::math::Window;
+use super::math::{Position, Window};
 use super::moment;
 
 /// The counts of the buckets read, and for packed counters their offset
@@ -30,57 +30,61 @@ impl WindowCounter {
         Window {
             counts: &decoded.counts,
             offsets: &decoded.offsets,
-            estimator: self.estimator,
         }
     }
 
-    /// The counts and offset sums of the counters read, `raw` for the
-    /// keys `keys`; a packed counter whose offset sum is more than its
-    /// count allows is cut to it and reported.
-    pub(super) fn decode(&self, keys: &[Vec<u8>], raw: Vec<u64>) -> Decoded {
+    /// What a request of `cost` at `at` adds to its counter, and the cell
+    /// it falls in: its cost, and on a packed counter its offset too.
+    pub(super) fn delta(&self, cost: u64, at: Position) -> (u64, u64) {
+        if self.estimator.packs() {
+            let cell = moment::cell(at.into, at.len);
+            (moment::delta(cost, cell), cell)
+        } else {
+            (cost, 0)
+        }
+    }
+
+    /// The count a counter's `value` holds.
+    pub(super) fn count_of(&self, value: u64) -> u64 {
+        if self.estimator.packs() {
+            moment::unpack(value).0
+        } else {
+            value
+        }
+    }
+
+    /// The counts and offset sums of the counters read, `raw` (the counts
+    /// in place). A packed counter whose offset sum is more than its count
+    /// allows is cut to it and reported, under the key `key_of` gives for
+    /// its age; the keys are looked up only then.
+    pub(super) fn decode<'k>(
+        &self,
+        mut raw: Vec<u64>,
+        key_of: impl Fn(usize) -> Option<&'k [u8]>,
+    ) -> Decoded {
         if !self.estimator.packs() {
             return Decoded {
                 counts: raw,
                 offsets: Vec::new(),
             };
         }
-        let mut counts = Vec::with_capacity(raw.len());
         let mut offsets = Vec::with_capacity(raw.len());
-        for (age, &value) in raw.iter().enumerate() {
-            let (count, sum, cut) = moment::unpack(value);
+        for (age, value) in raw.iter_mut().enumerate() {
+            let (count, sum, cut) = moment::unpack(*value);
             if cut {
-                let key = keys.get(age).map_or(&[][..], Vec::as_slice);
                 self.settings.repairs.state_repaired(
-                    key,
+                    key_of(age).unwrap_or_default(),
                     value.to_string().as_bytes(),
                     "an offset sum beyond its count; cut to it",
                 );
             }
-            counts.push(count);
+            *value = count;
             offsets.push(sum);
         }
-        Decoded { counts, offsets }
-    }
-
-    /// [`decode`](Self::decode) for a decision: `raw[0]` is the current
-    /// counter and `raw[age]` for `age` in `read_ages` was read from
-    /// `reads` (the others came from the sealed cache, checked before).
-    pub(super) fn decode_read(
-        &self,
-        current: &[u8],
-        reads: &[Vec<u8>],
-        read_ages: &[usize],
-        raw: Vec<u64>,
-    ) -> Decoded {
-        if !self.estimator.packs() {
-            return self.decode(&[], raw);
+        Decoded {
+            counts: raw,
+            offsets,
         }
-        let mut keys = vec![Vec::new(); raw.len()];
-        keys[0] = current.to_vec();
-        for (&age, key) in read_ages.iter().zip(reads) {
-            keys[age] = key.clone();
-        }
-        self.decode(&keys, raw)
     }
 
     /// A counter's value as `inspect` shows it: the count, and on a

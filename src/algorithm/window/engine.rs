@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::buckets::Buckets;
 use super::math::{admits, verdict, Position};
-use super::moment::{self, Estimator};
+use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
 use crate::algorithm::inspect::{InspectedKey, Inspection};
@@ -38,7 +38,7 @@ pub(crate) struct WindowCounter {
     /// Final counts of sealed buckets; `None` reads every bucket every time.
     pub(crate) sealed: Option<SealedCache>,
     /// How the oldest bucket is weighed; with a moment estimator every
-    /// counter is packed (count and offset sum, [`moment`]).
+    /// counter is packed (count and offset sum, [`moment`](super::moment)).
     pub(crate) estimator: Estimator,
 }
 
@@ -70,7 +70,7 @@ impl WindowCounter {
             .within_deadline(self.settings.store.get_counters(&keys))
             .await?;
         let raw: Vec<u64> = read.iter().map(|count| count.unwrap_or(0)).collect();
-        let decoded = self.decode(&keys, raw);
+        let decoded = self.decode(raw, |age| keys.get(age).map(Vec::as_slice));
         let limit = self.settings.quota.limit();
         let seen = verdict(
             &self.buckets,
@@ -109,14 +109,7 @@ impl WindowCounter {
         let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
         let at = Position::of(&self.buckets, now);
-        // What the request adds to the current counter: its cost, and on a
-        // packed counter its offset too.
-        let (delta, cell) = if self.estimator.packs() {
-            let cell = moment::cell(at.into, at.len);
-            (moment::delta(cost, cell), cell)
-        } else {
-            (cost, 0)
-        };
+        let (delta, cell) = self.delta(cost, at);
 
         // Older buckets whose final count is known locally are not read,
         // and their keys are not even built.
@@ -170,7 +163,15 @@ impl WindowCounter {
                 .collect();
             cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
-        let mut decoded = self.decode_read(&current, &reads, &read_ages, counts);
+        // The counters read from the store are at `read_ages`; the others
+        // came from the sealed cache, checked when first read.
+        let mut decoded = self.decode(counts, |age| match age {
+            0 => Some(&current[..]),
+            age => read_ages
+                .iter()
+                .position(|&read| read == age)
+                .map(|at| reads[at].as_slice()),
+        });
         let allowed = admits(&self.window(&decoded), at, limit);
 
         let allowed = allowed && !wrapped;
@@ -260,14 +261,7 @@ impl WindowCounter {
             let Some(held) = store.get(key).await? else {
                 return Ok(());
             };
-            let count = |value: u64| {
-                if self.estimator.packs() {
-                    moment::unpack(value).0
-                } else {
-                    value
-                }
-            };
-            if parse_counter(key, &held.value).is_ok_and(|value| count(value) < limit) {
+            if parse_counter(key, &held.value).is_ok_and(|value| self.count_of(value) < limit) {
                 let full = self.full().to_string();
                 store
                     .put(
@@ -311,12 +305,7 @@ impl WindowCounter {
             Some(store) => Call::Now(store),
             None => Call::Waiting(Instant::now()),
         };
-        let delta = if self.estimator.packs() {
-            let at = Position::of(&self.buckets, now);
-            moment::delta(cost, moment::cell(at.into, at.len))
-        } else {
-            cost
-        };
+        let (delta, _) = self.delta(cost, Position::of(&self.buckets, now));
         self.decrement(call, &key, delta).await
     }
 

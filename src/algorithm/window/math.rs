@@ -24,8 +24,8 @@ use std::time::Duration;
 use super::buckets::Buckets;
 use super::moment::{inside_scaled, Estimator};
 
-/// The buckets a decision reads, newest first, and how the oldest is
-/// weighed.
+/// The buckets a decision reads, newest first: their counts, and with a
+/// moment estimator their offset sums, by which the oldest is weighed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Window<'a> {
     /// The count of each bucket.
@@ -33,7 +33,6 @@ pub(crate) struct Window<'a> {
     /// The offset sum of each bucket, beside `counts`, for a moment
     /// estimator; empty for the uniform rule.
     pub(crate) offsets: &'a [u64],
-    pub(crate) estimator: Estimator,
 }
 
 impl<'a> Window<'a> {
@@ -43,7 +42,15 @@ impl<'a> Window<'a> {
         Self {
             counts,
             offsets: &[],
-            estimator: Estimator::Uniform,
+        }
+    }
+
+    /// How the oldest bucket is weighed: by its offsets if it has them.
+    fn estimator(&self) -> Estimator {
+        if self.offsets.is_empty() {
+            Estimator::Uniform
+        } else {
+            Estimator::Moment
         }
     }
 
@@ -52,12 +59,7 @@ impl<'a> Window<'a> {
     fn inside(&self, age: usize, into: u64, len: u64) -> u128 {
         let count = self.counts.get(age).copied().unwrap_or(0);
         let offsets = self.offsets.get(age).copied().unwrap_or(0);
-        let estimator = if self.offsets.is_empty() {
-            Estimator::Uniform
-        } else {
-            self.estimator
-        };
-        inside_scaled(estimator, count, offsets, into, len)
+        inside_scaled(self.estimator(), count, offsets, into, len)
     }
 }
 
@@ -214,7 +216,7 @@ fn retry_after(
         };
         let needed = if oldest == 0 {
             0
-        } else if window.offsets.is_empty() || window.estimator == Estimator::Uniform {
+        } else if window.estimator() == Estimator::Uniform {
             // oldest * (len - t) <= room * len  <=>  t >= len - room * len / oldest,
             // with the division rounded down (t is whole nanoseconds).
             len.saturating_sub(room.saturating_mul(len) / oldest)

@@ -186,8 +186,7 @@ pub(crate) fn inside_scaled(
 /// count and the offset sum: every one after it is at a cell of at least
 /// `floor(1024 e)`, every one before at a cell of at most that.
 fn bounds(count: u64, offsets: u64, into: u64, len: u64) -> (u64, u64) {
-    let cut = u128::from(into) * u128::from(CELLS) / u128::from(len.max(1));
-    let cut = cut.min(u128::from(LAST_CELL)) as u64;
+    let cut = cell(into, len);
     let high = match cut {
         0 => count,
         cut => (offsets / cut).min(count),

@@ -162,11 +162,6 @@ impl Connection {
         Ok(&self.buffer[block])
     }
 
-    /// A data block of `length` bytes and its `\r\n`, owned.
-    pub(super) async fn block(&mut self, length: usize) -> Result<Vec<u8>, StoreError> {
-        Ok(self.next_block(length).await?.to_vec())
-    }
-
     /// Reads more bytes into the buffer, making room for at least `want`
     /// unread bytes in all (and one more byte to read in any case).
     async fn fill(&mut self, want: usize) -> Result<(), StoreError> {

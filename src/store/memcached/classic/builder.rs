@@ -125,7 +125,6 @@ impl ClassicStoreBuilder {
                 self.max_idle,
                 self.connect_timeout,
             )),
-            servers: self.servers,
             io_timeout: self.io_timeout,
             exchange_bound: self.io_timeout.saturating_add(self.drain_timeout),
         })

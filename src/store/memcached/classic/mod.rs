@@ -56,7 +56,6 @@ use crate::store::parse_counter;
 /// ```
 #[derive(Debug)]
 pub struct ClassicStore {
-    servers: Vec<String>,
     pools: Arc<Pools>,
     /// How long a caller waits for its exchange.
     io_timeout: Duration,
@@ -73,7 +72,7 @@ impl ClassicStore {
 
     /// The servers, as configured.
     pub fn servers(&self) -> &[String] {
-        &self.servers
+        self.pools.addresses()
     }
 
     /// Round trips made so far: writes sent, each followed by reading its
@@ -86,12 +85,12 @@ impl ClassicStore {
 
     /// The server that holds `key`.
     pub fn server_for(&self, key: &[u8]) -> &str {
-        &self.servers[self.home(key)]
+        self.pools.address(self.home(key))
     }
 
     /// Checks that every server answers (`version`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        for server in 0..self.servers.len() {
+        for server in 0..self.pools.addresses().len() {
             self.with_connection(server, false, move |mut connection| async move {
                 connection.send(b"version\r\n").await?;
                 let line = connection.line().await?;
@@ -109,9 +108,9 @@ impl ClassicStore {
     }
 
     fn home(&self, key: &[u8]) -> usize {
-        match self.servers.len() {
+        match self.pools.addresses().len() {
             1 => 0,
-            _ => ClientRouter::place(key, &self.servers),
+            _ => ClientRouter::place(key, self.pools.addresses()),
         }
     }
 
@@ -141,7 +140,7 @@ impl ClassicStore {
         Fut: Future<Output = Result<(Connection, T), StoreError>> + Send + 'static,
         T: Send + 'static,
     {
-        let address = self.servers[server].as_str();
+        let address = self.pools.address(server);
         let checkout = self.pools.checkout(server).await?;
         let exchange = detached(exchange(
             Arc::clone(&self.pools),

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use crate::error::{StoreError, StoreErrorKind};
+use crate::store::counter_digits;
 use crate::store::memcached::connection::{protocol, Connection};
 
 /// Appends `parts` separated by spaces and ended by `\r\n`.
@@ -69,35 +70,33 @@ fn unexpected(what: &str, line: &[u8]) -> StoreError {
 
 /// The reply to `incr` or `decr`: the new value, or `None` (`NOT_FOUND`).
 pub(super) async fn arithmetic(connection: &mut Connection) -> Result<Option<u64>, StoreError> {
-    let line = connection.line().await?;
+    let line = connection.next_line().await?;
     if line == b"NOT_FOUND" {
         return Ok(None);
     }
-    std::str::from_utf8(&line)
-        .ok()
-        .and_then(|text| text.trim().parse().ok())
+    counter_digits(line)
         .map(Some)
-        .ok_or_else(|| unexpected("incr/decr", &line))
+        .ok_or_else(|| unexpected("incr/decr", line))
 }
 
 /// The reply to a storage command: whether it stored (`STORED`), or not
 /// (`NOT_STORED`, `EXISTS`, `NOT_FOUND`).
 pub(super) async fn stored(connection: &mut Connection) -> Result<bool, StoreError> {
-    let line = connection.line().await?;
-    match line.as_slice() {
+    let line = connection.next_line().await?;
+    match line {
         b"STORED" => Ok(true),
         b"NOT_STORED" | b"EXISTS" | b"NOT_FOUND" => Ok(false),
-        _ => Err(unexpected("a storage command", &line)),
+        _ => Err(unexpected("a storage command", line)),
     }
 }
 
 /// The reply to `delete`: whether the key existed.
 pub(super) async fn deleted(connection: &mut Connection) -> Result<bool, StoreError> {
-    let line = connection.line().await?;
-    match line.as_slice() {
+    let line = connection.next_line().await?;
+    match line {
         b"DELETED" => Ok(true),
         b"NOT_FOUND" => Ok(false),
-        _ => Err(unexpected("delete", &line)),
+        _ => Err(unexpected("delete", line)),
     }
 }
 
@@ -127,7 +126,7 @@ pub(super) async fn items(
             _ => return Err(unexpected("get", &line)),
         };
         let length: usize = length.ok_or_else(|| unexpected("get", &line))?;
-        let value = connection.block(length).await?;
+        let value = connection.next_block(length).await?.to_vec();
         found.insert(key.as_bytes().to_vec(), Item { value, version });
     }
 }

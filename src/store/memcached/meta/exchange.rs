@@ -30,12 +30,6 @@ use crate::store::memcached::pool::{Checkout, Pools};
 /// One request's answers: one per operation, in order.
 pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 
-/// Where an exchange stopped short.
-enum Stop {
-    Answered(StoreError),
-    Broken(StoreError),
-}
-
 /// Runs `requests` on `checkout`, a connection from `pools`, within
 /// `bound`: one answer list per request.
 pub(crate) async fn exchange(
@@ -56,7 +50,7 @@ pub(crate) async fn exchange(
     let stop = tokio::time::timeout_at(deadline, exchanged)
         .await
         .unwrap_or_else(|_| {
-            Some(Stop::Broken(StoreError::new(
+            Some(Failure::Broken(StoreError::new(
                 StoreErrorKind::Timeout,
                 format!("no answer within {bound:?}; the connection was closed"),
             )))
@@ -101,7 +95,7 @@ async fn send_and_read(
     requests: &[&Request],
     answers: &mut [Answers],
     address: &str,
-) -> Option<Stop> {
+) -> Option<Failure> {
     let sent = match requests {
         [request] => connection.send(request.bytes()).await,
         _ => {
@@ -114,17 +108,18 @@ async fn send_and_read(
         }
     };
     if let Err(error) = sent {
-        return Some(Stop::Broken(error));
+        return Some(Failure::Broken(error));
     }
     for (request, answers) in requests.iter().zip(answers) {
         for verb in request.verbs() {
             match read(connection, verb).await {
                 Ok(reply) => answers.push(Ok(reply)),
-                Err(Failure::Answered(error)) => {
-                    answers.push(Err(error.clone().at(address)));
-                    return Some(Stop::Answered(error));
+                Err(failure) => {
+                    if let Failure::Answered(error) = &failure {
+                        answers.push(Err(error.clone().at(address)));
+                    }
+                    return Some(failure);
                 }
-                Err(Failure::Broken(error)) => return Some(Stop::Broken(error)),
             }
         }
     }
@@ -132,9 +127,9 @@ async fn send_and_read(
 }
 
 /// The answer of an operation whose reply was not read.
-fn unanswered(stop: &Stop, verb: Verb, wrote: bool, address: &str) -> StoreError {
+fn unanswered(stop: &Failure, verb: Verb, wrote: bool, address: &str) -> StoreError {
     let (error, sent) = match stop {
-        Stop::Answered(cause) => (
+        Failure::Answered(cause) => (
             StoreError::new(
                 StoreErrorKind::Io,
                 format!(
@@ -145,7 +140,7 @@ fn unanswered(stop: &Stop, verb: Verb, wrote: bool, address: &str) -> StoreError
             ),
             true,
         ),
-        Stop::Broken(error) => (error.clone(), wrote),
+        Failure::Broken(error) => (error.clone(), wrote),
     };
     let error = error.at(address);
     if sent && verb.writes() {

@@ -121,7 +121,7 @@ impl MetaStore {
         let lane = self.lane(first, rest);
         let exchange = async {
             match (&self.pipeline, lane) {
-                (Some(pipeline), Some(lane)) => pipeline.run(lane, request).await,
+                (Some(pipeline), Some(lane)) => pipeline.run(lane, request, writes).await,
                 (None, Some(server)) => self.direct(server, request).await,
                 // Rare (reads and deletes across clients): boxed, so that
                 // every call's future does not carry it.
@@ -298,7 +298,7 @@ impl MetaStore {
     pub(super) async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         check_key(key)?;
         let mut request = Request::with_capacity(1, key.len(), 0);
-        request.get(key, true);
+        request.get(key);
         let (value, cas) = match only(self.exchange(key, &[], request).await?)? {
             Reply::Miss => return Ok(None),
             Reply::Value { data, cas } => (data, cas),

@@ -91,7 +91,7 @@ impl Header {
         if code == b"VA" {
             length = words
                 .next()
-                .and_then(|word| std::str::from_utf8(word).ok()?.parse::<usize>().ok());
+                .and_then(|word| usize::try_from(decimal(word)?).ok());
             if length.is_none() {
                 return Err(broken(line, "a VA without its length"));
             }

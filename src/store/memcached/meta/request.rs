@@ -121,11 +121,10 @@ impl Request {
         self.verbs().any(Verb::writes)
     }
 
-    /// Reads `key`'s value, and its CAS token if `cas`.
-    pub(crate) fn get(&mut self, key: &[u8], cas: bool) -> &mut Self {
+    /// Reads `key`'s value and its CAS token.
+    pub(crate) fn get(&mut self, key: &[u8]) -> &mut Self {
         self.start(b"mg ", key, Verb::Get);
-        self.bytes
-            .extend_from_slice(if cas { b" v c" } else { b" v" });
+        self.bytes.extend_from_slice(b" v c");
         self.end()
     }
 
@@ -232,7 +231,7 @@ mod tests {
         let mut request = Request::with_capacity(7, 7, 5);
         request
             .increment(b"a", 5, 60)
-            .get(b"b", true)
+            .get(b"b")
             .read_counter(b"c")
             .decrement(b"d", 2)
             .set(b"e", b"x\r\ny", 30, PutCondition::Version(9))
@@ -246,7 +245,7 @@ mod tests {
         assert!(request.writes());
         assert_eq!(request.len(), 7);
         let mut reads = Request::default();
-        reads.get(b"a", false).read_counter(b"b");
+        reads.get(b"a").read_counter(b"b");
         assert!(!reads.writes());
     }
 

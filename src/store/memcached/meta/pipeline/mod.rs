@@ -149,10 +149,11 @@ impl Pipeline {
     }
 
     /// Runs `request`, whose keys all live on server `lane`, in order and
-    /// contiguously within one batch; one result per operation.
-    pub(crate) async fn run(&self, lane: usize, request: Request) -> JobResults {
+    /// contiguously within one batch; one result per operation. `writes`:
+    /// whether it can change what memcached holds.
+    pub(crate) async fn run(&self, lane: usize, request: Request, writes: bool) -> JobResults {
         let inner = &self.inner;
-        let (writes, answer) = match inner.admit(lane, request) {
+        let answer = match inner.admit(lane, request) {
             Admission::Slot(request) => {
                 // A free slot: this call is the batch. Running it in the
                 // caller's own future keeps the latency of a direct call;
@@ -167,7 +168,7 @@ impl Pipeline {
                 let pools = Arc::clone(&inner.pools);
                 return Ok(exchange_one(pools, checkout, request, inner.bound, slot).await);
             }
-            Admission::Queued { writes, answer } => (writes, answer),
+            Admission::Queued(answer) => answer,
         };
         match answer.await {
             Ok(results) => results,
@@ -193,10 +194,7 @@ enum Admission {
     /// It took a free batch slot and runs its operations itself.
     Slot(Request),
     /// Every slot was busy: its job is queued for the next batch.
-    Queued {
-        writes: bool,
-        answer: oneshot::Receiver<JobResults>,
-    },
+    Queued(oneshot::Receiver<JobResults>),
 }
 
 impl Inner {
@@ -206,10 +204,9 @@ impl Inner {
             state.in_flight += 1;
             return Admission::Slot(request);
         }
-        let writes = request.writes();
         let (reply, answer) = oneshot::channel();
         state.queue.push_back(Job { request, reply });
-        Admission::Queued { writes, answer }
+        Admission::Queued(answer)
     }
 
     fn lane(&self, lane: usize) -> MutexGuard<'_, Lane> {
