@@ -25,7 +25,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::algorithms;
 use crate::workload::{self, Scale};
-use crate::{estimators, figures, generated, populations, report, suite};
+use crate::{estimators, figures, generated, report, suite};
 
 /// Measure every rate-limiting algorithm against an exact sliding window.
 #[derive(Debug, Parser)]
@@ -77,8 +77,51 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let estimated = estimators::workloads(&workloads, args.seed, args.quick);
+    let estimator_jobs = estimators::jobs(&estimated);
+    let estimator_total: u64 = estimator_jobs
+        .iter()
+        .map(|job| estimated[job.0].requests.len() as u64)
+        .sum();
+    let bar = ProgressBar::new(estimator_total).with_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
+        )?
+        .progress_chars("=> "),
+    );
+    let heading = |what: &str| {
+        format!(
+            "# memcache-ratelimit simulations{what}\n\nSeed {}, {} run, quota {} for every client",
+            args.seed,
+            if args.quick { "quick" } else { "full" },
+            workload::QUOTA,
+        )
+    };
     if args.estimators {
-        return compare_estimators(&args, &workloads, threads, began);
+        let rows = estimators::run(&estimated, &estimator_jobs, threads, &|n| bar.inc(n))
+            .map_err(|e| e as Box<dyn Error>)?;
+        bar.finish_and_clear();
+        let table = format!(
+            "{}.\n\n{}",
+            heading(": the sliding window's estimators"),
+            estimators::markdown(&estimated, &rows)
+        );
+        print!("{table}");
+        std::fs::create_dir_all(&args.out)?;
+        let path = args.out.join("estimators.md");
+        std::fs::write(&path, &table)?;
+        if let Some(summary) = estimators::summary(&estimated, &rows) {
+            std::fs::write(args.out.join("estimators-table.md"), summary)?;
+        }
+        let figures = estimators::figures(&args.figures, &estimated, &rows)?;
+        eprintln!(
+            "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
+            path.display(),
+            figures.len(),
+            args.figures.display(),
+            began.elapsed().as_secs_f64()
+        );
+        return Ok(());
     }
     let main_jobs = suite::jobs(&workloads, &algorithms::all());
     let caches_jobs = suite::caches_jobs(&workloads);
@@ -90,94 +133,44 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     };
     let total = decisions(&jobs);
     let main_total = decisions(&main_jobs);
-
-    let bar = ProgressBar::new(total).with_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
-        )?
-        .progress_chars("=> "),
-    );
+    bar.set_length(total + estimator_total);
     let rows =
         suite::run(&workloads, &jobs, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
+    let estimator_rows = estimators::run(&estimated, &estimator_jobs, threads, &|n| bar.inc(n))
+        .map_err(|e| e as Box<dyn Error>)?;
     bar.finish_and_clear();
 
     let mut results = format!(
-        "# memcache-ratelimit simulations\n\nSeed {}, {} run, quota {} for every client, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), and {} more for the caches comparison ({} runs).\n\n",
-        args.seed,
-        if args.quick { "quick" } else { "full" },
-        workload::QUOTA,
+        "{}, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), {} more for the caches comparison ({} runs), and {} for the sliding window's estimators ({} runs).\n\n",
+        heading(""),
         main_total,
         workloads.len(),
         algorithms::all().len(),
         total - main_total,
         jobs.len() - main_jobs.len(),
+        estimator_total,
+        estimator_jobs.len(),
     );
     results.push_str(&report::markdown(&workloads, &rows));
     results.push_str(&report::caches_markdown(&workloads, &rows));
+    results.push_str(&estimators::markdown(&estimated, &estimator_rows));
     print!("{results}");
     report::write_csv(&args.out, &workloads, &rows)?;
     generated::write_all(&args.out, &results, &workloads, &rows)?;
-    let written = figures::write_all(&args.figures, &workloads, &rows)?;
+    if let Some(table) = estimators::summary(&estimated, &estimator_rows) {
+        std::fs::write(args.out.join("estimators-table.md"), table)?;
+    }
+    let mut written = figures::write_all(&args.figures, &workloads, &rows)?;
+    written.extend(estimators::figures(
+        &args.figures,
+        &estimated,
+        &estimator_rows,
+    )?);
     eprintln!(
         "Wrote {}, {} and {} figures to {} in {:.1} s on {threads} threads.",
         args.out.join("results.csv").display(),
         args.out.join("caches.csv").display(),
         written.len(),
-        args.figures.display(),
-        began.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// The estimators comparison alone ([`estimators`]).
-fn compare_estimators(
-    args: &Args,
-    workloads: &[workload::Workload],
-    threads: usize,
-    began: Instant,
-) -> Result<(), Box<dyn Error>> {
-    let runs = (estimators::SUB_WINDOWS.len() * estimators::ESTIMATORS.len() * 2) as u64;
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:40}] {percent:>3}% {human_pos}/{human_len} decisions, ETA {eta}",
-        )?
-        .progress_chars("=> "),
-    );
-    // And the three populations of one make-up, which differ in the shape
-    // of each source's traffic.
-    let (sources, minutes) = if args.quick {
-        (6_000, 5)
-    } else {
-        (populations::SOURCES, populations::MINUTES)
-    };
-    let mut workloads = estimators::traced(workloads);
-    workloads.extend(populations::all(args.seed, sources, minutes));
-    let workloads = &workloads;
-    let total: u64 = workloads
-        .iter()
-        .map(|w| w.requests.len() as u64)
-        .sum::<u64>()
-        * runs;
-    bar.set_length(total);
-    let rows =
-        estimators::run(workloads, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
-    bar.finish_and_clear();
-    let table = format!(
-        "# memcache-ratelimit simulations: the sliding window's estimators\n\nSeed {}, {} run, quota {} for every client.\n\n{}",
-        args.seed,
-        if args.quick { "quick" } else { "full" },
-        workload::QUOTA,
-        estimators::markdown(workloads, &rows)
-    );
-    print!("{table}");
-    std::fs::create_dir_all(&args.out)?;
-    let path = args.out.join("estimators.md");
-    std::fs::write(&path, &table)?;
-    let figures = estimators::figures(&args.figures, workloads, &rows)?;
-    eprintln!(
-        "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
-        path.display(),
-        figures.len(),
         args.figures.display(),
         began.elapsed().as_secs_f64()
     );

@@ -17,6 +17,8 @@ pub struct Observation {
     /// The exact count: the cost the algorithm itself admitted from this
     /// client in `(t − period, t]`, this request included if admitted.
     pub exact: u64,
+    /// The request's cost.
+    pub cost: u64,
 }
 
 /// Running totals.
@@ -28,6 +30,7 @@ pub struct Tally {
     wrongly_allowed: u64,
     wrongly_denied: u64,
     over_limit: u64,
+    under_limit_denied: u64,
     diff_sum: f64,
     diff_max: f64,
     rel_sum: f64,
@@ -68,6 +71,9 @@ impl Tally {
             }
         } else {
             self.denied_once = true;
+            if (o.exact + o.cost) as f64 <= self.limit {
+                self.under_limit_denied += 1;
+            }
         }
         let diff = (o.estimate - o.exact as f64).abs();
         self.diff_sum += diff;
@@ -100,6 +106,7 @@ impl Tally {
             wrongly_allowed_pct: percent(self.wrongly_allowed),
             wrongly_denied_pct: percent(self.wrongly_denied),
             over_limit_pct: percent(self.over_limit),
+            under_limit_denied_pct: percent(self.under_limit_denied),
             mean_diff_pct: 100.0 * self.diff_sum / offered / self.limit,
             max_diff_pct: 100.0 * self.diff_max / self.limit,
             mean_rel_pct: (self.rel_count > 0)
@@ -129,6 +136,13 @@ pub struct Metrics {
     /// Allowed although the algorithm's own admissions in the period ending
     /// with this request, this one included, exceed the limit, % of offered.
     pub over_limit_pct: f64,
+    /// Denied although the algorithm's own admissions in the period ending
+    /// with this request, plus its cost, are within the limit, % of
+    /// offered. With `over_limit_pct`, the wrong decisions judged by what
+    /// the algorithm itself admitted: its estimate's errors alone, where
+    /// the independent exact limiter's may differ only because its history
+    /// of admissions did.
+    pub under_limit_denied_pct: f64,
     /// Mean over decisions of |estimate − exact| / limit, in %.
     pub mean_diff_pct: f64,
     /// Maximum over decisions of |estimate − exact| / limit, in %.
@@ -162,6 +176,7 @@ mod tests {
             exact_allowed,
             estimate,
             exact,
+            cost: 1,
         }
     }
 
@@ -184,6 +199,8 @@ mod tests {
         let m = tally.finish(calls);
         assert_eq!((m.offered, m.admitted), (4, 3));
         assert_eq!(m.wrongly_allowed_pct, 25.0);
+        // The one denial came with nothing admitted in its period.
+        assert_eq!(m.under_limit_denied_pct, 25.0);
         assert_eq!(m.wrongly_denied_pct, 25.0);
         assert_eq!(m.over_limit_pct, 25.0);
         // Differences 0, 1, 9, 0 over a limit of 10.

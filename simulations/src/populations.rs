@@ -1,5 +1,5 @@
 //! Three Cloudflare-like populations of the same make-up
-//! ([`SourcesSpec`]: log-normal background rates, a few busy sources just
+//! ([`make_up`]: log-normal background rates, a few busy sources just
 //! under the limit, a few abusers above it), 60,000 sources over seven
 //! minutes, that differ in how each source's requests come:
 //!
@@ -33,10 +33,30 @@ const PAGE_LOAD: (u64, u64) = (5, 20);
 /// How long the requests of one page load spread over.
 const PAGE_LOAD_SPREAD: u64 = 2 * SECOND;
 
+/// The make-up of every population of `sources` sources over `minutes`
+/// minutes: background rates with a median of 0.005× the limit and σ = 1.5
+/// (wider than the sources workload's), 0.09% busy sources, 0.10% abusers
+/// just above the limit and 0.04% well above it. Under Cloudflare's measure
+/// the uniform rule then makes 0.63, 0.33 and 0.21% wrong decisions at 1,
+/// 4 and 12 sub-windows on the stationary population, with mean relative
+/// differences of 8.4, 3.2 and 1.4% (seed 1). Against the sources
+/// workload's make-up, fewer abusers far above the limit, whose decisions
+/// are easy, leave the sources near it a larger share of the requests.
+pub fn make_up(sources: u32, minutes: u64) -> SourcesSpec {
+    SourcesSpec {
+        median: 0.005,
+        sigma: 1.5,
+        busy: 9,
+        just_above: 10,
+        far_above: 4,
+        ..SourcesSpec::new(sources, minutes)
+    }
+}
+
 /// The three populations, with `sources` sources over `minutes` minutes
 /// each ([`SOURCES`] and [`MINUTES`] in the comparison).
 pub fn all(seed: u64, sources: u32, minutes: u64) -> Vec<Workload> {
-    let spec = SourcesSpec::new(sources, minutes);
+    let spec = make_up(sources, minutes);
     vec![
         stationary(seed, &spec),
         page_loads(seed, &spec),
@@ -179,6 +199,6 @@ mod tests {
             close as f64 / all as f64
         };
         let (loads, onsets) = (close(&populations[1]), close(&populations[2]));
-        assert!(loads > 0.5 && onsets < 0.1, "{loads} {onsets}");
+        assert!(loads > 0.5 && onsets < 0.2, "{loads} {onsets}");
     }
 }

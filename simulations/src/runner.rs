@@ -2,7 +2,8 @@
 //! judges every decision.
 
 use std::error::Error;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -146,14 +147,19 @@ pub fn run_mode(
                 exact_allowed: reference.check(client, request.at, request.cost),
                 estimate: decision.used(),
                 exact,
+                cost: request.cost,
             };
             tally.record(observation);
+            // What the estimate is traced against: the algorithm's own
+            // admissions, or in strict mode every request sent.
+            let mut traced_exact = exact;
             if let Some((counts, strict)) = &mut all {
+                traced_exact = counts.offer(client, request.at, request.cost);
                 strict.record(StrictObservation {
                     client,
                     allowed: observation.allowed,
                     estimate: observation.estimate,
-                    exact: counts.offer(client, request.at, request.cost),
+                    exact: traced_exact,
                 });
             }
             if let Some(traced) = workload.trace {
@@ -161,7 +167,7 @@ pub fn run_mode(
                     trace.push(TracePoint {
                         at: request.at,
                         estimate: observation.estimate,
-                        exact: exact as f64,
+                        exact: traced_exact as f64,
                         allowed: observation.allowed,
                     });
                 }
@@ -216,4 +222,35 @@ impl KeySampler {
     fn seen(&mut self, client: usize, now: u64) {
         self.last_seen[client] = Some(now);
     }
+}
+
+/// Runs `run` on every job of `jobs` over `threads` threads, taking them in
+/// `order` (indices into `jobs`), and returns the outcomes in the order of
+/// `jobs`. After a job fails no more are started: the jobs not run are
+/// `None`.
+pub fn run_all<J: Sync>(
+    jobs: &[J],
+    order: &[usize],
+    threads: usize,
+    run: impl Fn(&J) -> Result<Outcome, RunError> + Sync,
+) -> Vec<Option<Result<Outcome, RunError>>> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Outcome, RunError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let outcome = run(&jobs[index]);
+                    let failed = outcome.is_err();
+                    results.lock().expect("no panics while held")[index] = Some(outcome);
+                    if failed {
+                        // Stop handing out work; the caller reports the error.
+                        next.store(order.len(), Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    results.into_inner().expect("no panics while held")
 }

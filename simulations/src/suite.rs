@@ -1,9 +1,6 @@
 //! Every algorithm on every workload, in the library's default mode and in
 //! strict mode, run in parallel over a few threads.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated};
 use crate::runner::{self, Outcome, RunError};
 use crate::workload::Workload;
@@ -156,32 +153,15 @@ pub fn run(
 ) -> Result<Vec<Row>, RunError> {
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(weight(workloads, jobs[i])));
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Outcome, RunError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let job = jobs[index];
-                    let outcome = runner::run_mode(
-                        &workloads[job.workload],
-                        job.algorithm,
-                        job.caches,
-                        job.denied,
-                        progress,
-                    );
-                    let failed = outcome.is_err();
-                    results.lock().expect("no panics while held")[index] = Some(outcome);
-                    if failed {
-                        // Stop handing out work; the error is reported below.
-                        next.store(order.len(), Ordering::Relaxed);
-                    }
-                }
-            });
-        }
+    let results = runner::run_all(jobs, &order, threads, |job| {
+        runner::run_mode(
+            &workloads[job.workload],
+            job.algorithm,
+            job.caches,
+            job.denied,
+            progress,
+        )
     });
-    let results = results.into_inner().expect("no panics while held");
     let mut rows = Vec::with_capacity(jobs.len());
     for (job, result) in jobs.iter().zip(results) {
         match result {

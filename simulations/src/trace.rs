@@ -7,7 +7,8 @@ pub struct TracePoint {
     pub at: u64,
     /// `Decision::used()` right after the decision.
     pub estimate: f64,
-    /// The exact count of the algorithm's own admissions in the last period.
+    /// The exact count in the last period: of the algorithm's own
+    /// admissions, or in strict mode of every request sent.
     pub exact: f64,
     /// Whether the request was allowed.
     pub allowed: bool,

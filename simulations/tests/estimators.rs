@@ -14,7 +14,8 @@ fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
         workload::on_off(5, 6, 5.0, 10, 40, 6),
         workload::sources(5, &SourcesSpec::new(2_000, 4)),
     ]);
-    let rows = estimators::run(&workloads, 2, &|_| {}).unwrap();
+    let jobs = estimators::jobs(&workloads);
+    let rows = estimators::run(&workloads, &jobs, 2, &|_| {}).unwrap();
     assert_eq!(
         rows.len(),
         workloads.len() * SUB_WINDOWS.len() * ESTIMATORS.len() * 2
@@ -47,9 +48,22 @@ fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
         );
         assert!(moment < uniform, "n={n}: moment {moment} uniform {uniform}");
     }
-    // The traced bursty client gives a figure per estimator, n = 1 and 4.
+    // The summary: a line per sub-window count and measure, each counting
+    // the workloads on which the moment estimator errs no more.
+    let summary = estimators::summary(&workloads, &rows).unwrap();
+    let counts = summary.lines().filter(|l| l.ends_with(" of 2 |")).count();
+    assert_eq!(counts, SUB_WINDOWS.len() * 3, "{summary}");
+    // The traced bursty client gives a figure for n = 1 and one for n = 4,
+    // each with a panel per estimator.
     let dir = std::env::temp_dir().join(format!("estimator-figures-{}", std::process::id()));
     let figures = estimators::figures(&dir, &workloads, &rows).unwrap();
-    assert_eq!(figures.len(), 4, "{figures:?}");
+    assert_eq!(figures.len(), 2, "{figures:?}");
+    for figure in &figures {
+        let svg = std::fs::read_to_string(figure).unwrap();
+        assert!(
+            svg.contains("uniform") && svg.contains("moment"),
+            "{figure:?}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
