@@ -1,9 +1,11 @@
 //! What the benchmark programs share: the memcached under test and the
 //! CPU placement ([`server`]), the connections to it ([`client`]), the
+//! CPU time a decision costs on both sides ([`cpu`]), the
 //! common settings and run options, and the median. See `bench/README.md`.
 
 pub mod algorithm;
 pub mod client;
+pub mod cpu;
 pub mod matrix;
 pub mod server;
 

@@ -8,6 +8,7 @@ use memcache_ratelimit::Algorithm;
 
 use crate::algorithm::{Case, Setup};
 use crate::client::{raw_client, store};
+use crate::cpu::{Meter, PerDecision};
 use crate::server::{self, Memcached};
 use crate::{
     cas_policy, first_error_note, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA,
@@ -147,6 +148,8 @@ struct RunResult {
     p999: f64,
     counts: Counts,
     first_error: Option<String>,
+    /// CPU time on both sides, per decision.
+    cost: PerDecision,
 }
 
 struct CaseResult {
@@ -272,19 +275,18 @@ fn record(histogram: &mut Histogram<u64>, elapsed: Duration, count: u64) {
     histogram.saturating_record_n(nanos.max(1), count);
 }
 
+/// One run of `seconds` at `in_flight`: every request for `hot` if given,
+/// else for a random one of `keys`.
 async fn one_run(
+    address: &str,
     target: &Arc<Target>,
     keys: &Arc<Vec<Vec<u8>>>,
-    mode: Mode,
-    kind: Kind,
+    hot: Option<Vec<u8>>,
     in_flight: usize,
     seconds: f64,
     seed: u64,
 ) -> RunResult {
-    let hot = match mode {
-        Mode::Hot => Some(format!("{}hot", key_prefix(kind)).into_bytes()),
-        Mode::Many => None,
-    };
+    let meter = Meter::start(address);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
     let handles: Vec<_> = (0..in_flight)
@@ -310,8 +312,10 @@ async fn one_run(
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
+    let cost = meter.finish(address, counts.decisions());
     let micros = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1_000.0;
     RunResult {
+        cost,
         per_second: counts.decisions() as f64 / elapsed,
         p50: micros(0.5),
         p99: micros(0.99),
@@ -479,17 +483,21 @@ pub fn run(mut args: Args) {
                 let mut runs = Vec::new();
                 for run in 0..args.timing.runs {
                     server.flush_all();
+                    let hot = match mode {
+                        Mode::Hot => Some(format!("{}hot", key_prefix(kind)).into_bytes()),
+                        Mode::Many => None,
+                    };
                     let result = runtime.block_on(one_run(
+                        &server.address(),
                         &target,
                         &keys,
-                        mode,
-                        kind,
+                        hot,
                         in_flight,
                         args.timing.seconds,
                         args.seed.wrapping_add(run as u64),
                     ));
                     bar.suspend(|| eprintln!(
-                        "[{:>6.0} s] {:?} {} in flight {} run {}: {:.0}/s p50 {:.1} p99 {:.1} p999 {:.1} µs, allowed {} denied {} contention {} errors {}{}",
+                        "[{:>6.0} s] {:?} {} in flight {} run {}: {:.0}/s p50 {:.1} p99 {:.1} p999 {:.1} µs, CPU µs/decision client {:.2} memcached {:.2}, allowed {} denied {} contention {} errors {}{}",
                         started.elapsed().as_secs_f64(),
                         mode,
                         kind.name(),
@@ -499,6 +507,8 @@ pub fn run(mut args: Args) {
                         result.p50,
                         result.p99,
                         result.p999,
+                        result.cost.client_us,
+                        result.cost.server_us,
                         result.counts.allowed,
                         result.counts.denied,
                         result.counts.contention,
@@ -531,8 +541,8 @@ pub fn run(mut args: Args) {
 
 fn print_table(mode: Mode, results: &[CaseResult]) {
     println!("## {}\n", mode.title());
-    println!("| case | in flight | decisions/s (median) | p50 µs | p99 µs | p999 µs | decisions/s per run | allowed | denied | contention errors | other errors |");
-    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
+    println!("| case | in flight | decisions/s (median) | p50 µs | p99 µs | p999 µs | client CPU µs/decision | memcached CPU µs/decision | decisions/s per run | allowed | denied | contention errors | other errors |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
     for case in results {
         let mut counts = Counts::default();
         for run in &case.runs {
@@ -544,13 +554,15 @@ fn print_table(mode: Mode, results: &[CaseResult]) {
             .map(|run| format!("{:.0}", run.per_second))
             .collect();
         println!(
-            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
             case.kind.name(),
             case.in_flight,
             case.median(|r| r.per_second),
             case.median(|r| r.p50),
             case.median(|r| r.p99),
             case.median(|r| r.p999),
+            case.median(|r| r.cost.client_us),
+            case.median(|r| r.cost.server_us),
             per_run.join(", "),
             counts.allowed,
             counts.denied,
