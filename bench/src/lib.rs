@@ -73,29 +73,83 @@ impl Modes {
 #[derive(clap::Args, Debug, Clone, Copy)]
 pub struct Runs {
     /// Runs per case; the tables report the median.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = at_least_one)]
     pub runs: usize,
     /// Seconds per run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = seconds)]
     pub seconds: f64,
 }
 
 impl Runs {
-    /// Panics with the option's name when it is out of range.
-    pub fn validate(&self) {
-        assert!(self.runs >= 1, "--runs must be at least 1");
-        assert!(self.seconds > 0.0, "--seconds must be positive");
-    }
-
-    /// With `quick` (the `--quick` smoke test), 1 run of 1 s; then
-    /// [`validate`](Self::validate).
+    /// With `quick` (the `--quick` smoke test), 1 run of 1 s.
     pub fn resolve(&mut self, quick: bool) {
         if quick {
             self.runs = 1;
             self.seconds = 1.0;
         }
-        self.validate();
     }
+}
+
+/// The most of anything counted on the command line: runs, requests in
+/// flight, clients.
+pub const MOST: usize = 1_000_000;
+
+/// A command-line count from 1 to [`MOST`].
+///
+/// ```
+/// use memcache_ratelimit_bench::at_least_one;
+///
+/// assert_eq!(at_least_one("64"), Ok(64));
+/// assert!(at_least_one("0").unwrap_err().contains("at least 1"));
+/// assert!(at_least_one("-3").is_err());
+/// ```
+pub fn at_least_one(text: &str) -> Result<usize, String> {
+    let count: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a whole number"))?;
+    if (1..=MOST).contains(&count) {
+        Ok(count)
+    } else {
+        Err(format!(
+            "{count} is out of range: at least 1, at most {MOST}"
+        ))
+    }
+}
+
+/// The longest run the command line takes, in seconds: an hour.
+pub const LONGEST_SECONDS: f64 = 3_600.0;
+
+/// A command-line length of a run in seconds: more than 0, at most
+/// [`LONGEST_SECONDS`].
+///
+/// ```
+/// use memcache_ratelimit_bench::seconds;
+///
+/// assert_eq!(seconds("0.5"), Ok(0.5));
+/// assert!(seconds("0").is_err());
+/// assert!(seconds("NaN").is_err());
+/// ```
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if value > 0.0 && value <= LONGEST_SECONDS {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{text} is out of range: more than 0, at most {LONGEST_SECONDS}"
+        ))
+    }
+}
+
+/// The error for an `--only` that selects no case, naming them all.
+pub fn no_case_matched(filter: &str, names: &[String]) -> String {
+    format!(
+        "--only {filter:?} matches no case; the cases are: {}",
+        names.join(", ")
+    )
 }
 
 /// What the decisions of a run came to.

@@ -11,10 +11,11 @@ use crate::client::{raw_client, store};
 use crate::cpu::{Meter, PerDecision};
 use crate::server::{self, Memcached};
 use crate::{
-    cas_policy, first_error_note, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA,
-    MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    at_least_one, cas_policy, first_error_note, median, no_case_matched, selected, Counts, Mode,
+    Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
@@ -60,7 +61,7 @@ pub struct Args {
     #[command(flatten)]
     timing: Runs,
     /// Requests kept outstanding, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256", value_parser = at_least_one)]
     in_flight: Vec<usize>,
     /// Only the cases whose name contains this (case-insensitive), e.g.
     /// `raw` or `sliding`; a whole case name (`SlidingWindow n=1`)
@@ -358,10 +359,17 @@ pub fn run(mut args: Args) {
     if args.ratios_only {
         args.in_flight = vec![RATIO_BASELINE_LEVEL, RATIO_CEILING_LEVEL];
     }
-    assert!(
-        args.in_flight.iter().all(|&n| n >= 1),
-        "--in-flight levels must be at least 1"
-    );
+    let all = kinds();
+    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
+    let kinds: Vec<Kind> = all
+        .into_iter()
+        .filter(|kind| selected(&kind.name(), args.only.as_deref(), &names))
+        .collect();
+    if let (true, Some(only)) = (kinds.is_empty(), &args.only) {
+        Args::command()
+            .error(ErrorKind::InvalidValue, no_case_matched(only, &names))
+            .exit();
+    }
     let placement = match &args.server {
         Some(_) => server::Placement {
             pin_server: None,
@@ -369,14 +377,6 @@ pub fn run(mut args: Args) {
         },
         None => server::pin_self_or_reexec(),
     };
-
-    let all = kinds();
-    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
-    let kinds: Vec<Kind> = all
-        .into_iter()
-        .filter(|kind| selected(&kind.name(), args.only.as_deref(), &names))
-        .collect();
-    assert!(!kinds.is_empty(), "--only matches no case");
 
     let (server, binary) = match &args.server {
         Some(address) => (Memcached::given(address), None),

@@ -23,7 +23,9 @@ use memcache_ratelimit::{Error, Gcra, LimiterBuilder, Quota, RateLimiter, TokenB
 use memcache_ratelimit_bench::algorithm::measured;
 use memcache_ratelimit_bench::client::{raw_client, store};
 use memcache_ratelimit_bench::server::{self, Memcached};
-use memcache_ratelimit_bench::{cas_policy, first_error_note, median, Runs, OPEN_QUOTA, RAW_TTL};
+use memcache_ratelimit_bench::{
+    at_least_one, cas_policy, first_error_note, median, seconds, Runs, OPEN_QUOTA, RAW_TTL,
+};
 
 /// The limiters' deadline (and the store's I/O timeout): long enough that
 /// nothing times out.
@@ -41,13 +43,13 @@ struct Args {
     timing: Runs,
     /// Total requests kept outstanding, comma separated; split across the
     /// processes.
-    #[arg(long, value_delimiter = ',', default_value = "1,8,64")]
+    #[arg(long, value_delimiter = ',', default_value = "1,8,64", value_parser = at_least_one)]
     in_flight: Vec<usize>,
     /// Worker process counts, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = processes)]
     processes: Vec<usize>,
     /// Seconds of each over-admission check.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, value_parser = seconds)]
     admission_seconds: f64,
     /// The memcached binary (default: found on PATH).
     #[arg(long)]
@@ -408,6 +410,17 @@ fn worker(args: &Args) {
 
 /// `total` requests in flight over `processes` processes: as even as
 /// possible, and at least one each.
+/// The most worker processes one case starts.
+const MOST_PROCESSES: usize = 64;
+
+/// A `--processes` count: from 1 to [`MOST_PROCESSES`].
+fn processes(text: &str) -> Result<usize, String> {
+    match at_least_one(text)? {
+        n if n <= MOST_PROCESSES => Ok(n),
+        n => Err(format!("{n} processes: at most {MOST_PROCESSES}")),
+    }
+}
+
 fn split(total: usize, processes: usize) -> Vec<usize> {
     (0..processes)
         .map(|i| (total / processes + usize::from(i < total % processes)).max(1))
@@ -564,18 +577,6 @@ fn main() {
         args.in_flight = vec![1, 64];
         args.admission_seconds = 1.0;
     }
-    assert!(
-        args.admission_seconds > 0.0,
-        "--admission-seconds must be positive"
-    );
-    assert!(
-        args.in_flight.iter().all(|&n| n >= 1),
-        "--in-flight levels must be at least 1"
-    );
-    assert!(
-        args.processes.iter().all(|&n| n >= 1),
-        "--processes must be at least 1"
-    );
     let placement = server::pin_self_or_reexec();
     let binary = args.memcached.clone().unwrap_or_else(server::find_binary);
     let server = Memcached::start(&binary, placement.pin_server);

@@ -2,14 +2,15 @@
 //! algorithm of memcache-ratelimit on its embedded `MemoryStore`, beside
 //! `governor`'s keyed rate limiter in the same run. See `bench/README.md`.
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use governor::Quota as GovernorQuota;
 use memcache_ratelimit::{Limiter, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    first_error_note, median, selected, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS,
-    OPEN_PER_MINUTE,
+    first_error_note, median, no_case_matched, selected, Counts, Mode, Modes, Runs, LOG_QUOTA,
+    MANY_CLIENTS, OPEN_PER_MINUTE,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -246,11 +247,6 @@ fn cpu_nanos() -> Option<u64> {
 fn main() {
     let mut args = Args::parse();
     args.timing.resolve(args.quick);
-    let placement = if args.no_pin {
-        "not pinned (`--no-pin`)".to_owned()
-    } else {
-        pin_self_or_reexec().how
-    };
     let all = kinds();
     let names: Vec<String> = all.iter().map(|k| k.name()).collect();
     let kinds: Vec<Kind> = all
@@ -260,7 +256,16 @@ fn main() {
             kind == Kind::Governor || selected(&kind.name(), args.only.as_deref(), &names)
         })
         .collect();
-    assert!(kinds.len() > 1, "--only matches no case");
+    if let (1, Some(only)) = (kinds.len(), &args.only) {
+        Args::command()
+            .error(ErrorKind::InvalidValue, no_case_matched(only, &names))
+            .exit();
+    }
+    let placement = if args.no_pin {
+        "not pinned (`--no-pin`)".to_owned()
+    } else {
+        pin_self_or_reexec().how
+    };
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

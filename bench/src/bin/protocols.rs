@@ -32,7 +32,7 @@ struct Args {
     #[command(flatten)]
     timing: Runs,
     /// Requests kept outstanding, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    #[arg(long, value_delimiter = ',', default_value = "1,64", value_parser = memcache_ratelimit_bench::at_least_one)]
     in_flight: Vec<usize>,
     /// Smoke test: 1 run of 1 s per case.
     #[arg(long)]

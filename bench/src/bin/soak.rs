@@ -51,14 +51,14 @@ const DONE_MS: u64 = 900;
 )]
 struct Args {
     /// How long to run, in seconds.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     seconds: u64,
     /// Clients; each second, client c sends c mod 5 requests (2 per client
     /// on average).
-    #[arg(long, default_value_t = 5_000)]
+    #[arg(long, default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     clients: u64,
     /// Seconds between two samples of memory and memcached's items.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     sample_every: u64,
     /// A memcached already running (address), instead of starting one.
     #[arg(long)]
@@ -79,7 +79,6 @@ struct Sample {
 
 fn main() {
     let args = Args::parse();
-    assert!(args.seconds > 0 && args.clients > 0 && args.sample_every > 0);
     let server = match &args.server {
         Some(address) => Memcached::given(address),
         None => Memcached::start(&server::find_binary(), None),
