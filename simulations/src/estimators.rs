@@ -15,7 +15,7 @@ use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated, DEADLINE};
 use crate::plot;
 use crate::populations;
 use crate::runner::{self, Outcome, RunError};
-use crate::trace::downsample;
+use crate::trace::series;
 use crate::workload::{Trace, Workload};
 
 /// The sub-window counts compared.
@@ -354,6 +354,8 @@ pub fn summary(workloads: &[Workload], rows: &[Row]) -> Option<String> {
 
 /// The bursty workload whose traced client the estimators' figures show.
 pub const TRACED_WORKLOAD: &str = "on-off";
+/// The most points of a line of its figures.
+const TRACE_POINTS: usize = 1_200;
 /// How long its client is traced: ten minutes, fifteen bursts.
 const TRACED_NANOS: u64 = 10 * 60 * 1_000_000_000;
 
@@ -398,22 +400,11 @@ pub fn figures(
             continue;
         };
         let workload = &workloads[first.workload];
-        let exact: Vec<(f64, f64)> = first
-            .outcome
-            .trace
-            .iter()
-            .map(|p| (p.seconds(), p.exact))
-            .collect();
         let estimates: Vec<(String, Vec<(f64, f64)>)> = traced
             .iter()
             .map(|row| {
-                let points: Vec<(f64, f64)> = row
-                    .outcome
-                    .trace
-                    .iter()
-                    .map(|p| (p.seconds(), p.estimate))
-                    .collect();
-                (row.limiter.label(), downsample(&points, 1_200))
+                let line = series(&row.outcome.trace, |p| p.estimate, TRACE_POINTS);
+                (row.limiter.label(), line)
             })
             .collect();
         let path = dir.join(format!("estimators-sliding-{n}-on-off.svg"));
@@ -423,7 +414,7 @@ pub fn figures(
             &path,
             &title,
             workload.quota.limit() as f64,
-            &downsample(&exact, 1_200),
+            &series(&first.outcome.trace, |p| p.exact, TRACE_POINTS),
             &estimates,
         )?;
         written.push(path);

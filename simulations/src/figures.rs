@@ -9,7 +9,7 @@ use crate::metrics::Metrics;
 use crate::plot::{self, Series, Style};
 use crate::report::finch;
 use crate::suite::Row;
-use crate::trace::downsample;
+use crate::trace::series;
 use crate::workload::Workload;
 
 /// The workload whose traced client the estimate figures show.
@@ -75,8 +75,6 @@ fn estimates(
         };
         let workload = &workloads[row.job.workload];
         let trace = &row.outcome.trace;
-        let exact: Vec<(f64, f64)> = trace.iter().map(|p| (p.seconds(), p.exact)).collect();
-        let estimate: Vec<(f64, f64)> = trace.iter().map(|p| (p.seconds(), p.estimate)).collect();
         let path = dir.join(format!("estimate-{}.svg", algorithm.id()));
         let title = format!(
             "{}: estimate vs exact count, one client, Poisson at 1.1× of {} per {} s",
@@ -88,8 +86,8 @@ fn estimates(
             &path,
             &title,
             workload.quota.limit() as f64,
-            &downsample(&exact, MAX_POINTS),
-            &[(algorithm.label(), downsample(&estimate, MAX_POINTS))],
+            &series(trace, |p| p.exact, MAX_POINTS),
+            &[(algorithm.label(), series(trace, |p| p.estimate, MAX_POINTS))],
         )?;
         written.push(path);
     }

@@ -21,6 +21,13 @@ impl TracePoint {
     }
 }
 
+/// One quantity of `trace` against time in seconds, downsampled to at
+/// most about `max` points ([`downsample`]): a line of a figure.
+pub fn series(trace: &[TracePoint], value: fn(&TracePoint) -> f64, max: usize) -> Vec<(f64, f64)> {
+    let points: Vec<(f64, f64)> = trace.iter().map(|p| (p.seconds(), value(p))).collect();
+    downsample(&points, max)
+}
+
 /// At most about `max` of `points` (in time order), keeping the shape: the
 /// points are cut into `max / 2` runs of equal length and each run keeps
 /// its lowest and its highest point, in time order. Fewer than `max` points

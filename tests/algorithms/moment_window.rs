@@ -192,5 +192,17 @@ async fn an_offset_sum_beyond_its_count_is_cut_and_reported() {
         let limiter = written_over(&f, &client, (1 << 37) | 5_000).await;
         assert!(limiter.check(&client).await.unwrap().is_allowed());
         assert_eq!(limiter.stats().failures.repaired, 1, "{}", f.name);
+        // Ten seconds into the next minute the counter is the previous
+        // sub-window, sealed: read once more (and reported once more),
+        // then kept, cut, in the sealed-bucket cache and never reported
+        // again.
+        let now = f.clock.now();
+        let next_minute =
+            now - chrono::Duration::seconds(now.timestamp() % 60) + chrono::Duration::seconds(70);
+        f.clock.set(next_minute);
+        for _ in 0..3 {
+            assert!(limiter.check(&client).await.unwrap().is_allowed());
+        }
+        assert_eq!(limiter.stats().failures.repaired, 2, "{}", f.name);
     }
 }

@@ -249,9 +249,10 @@ impl<S: Clone> KnownStates<S> {
             shared.remove(1);
         }
     }
+}
 
+impl<S> KnownStates<S> {
     /// How many keys are known now.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.shards
             .iter()
@@ -264,16 +265,7 @@ impl<S: Clone> KnownStates<S> {
 impl<S> Drop for KnownStates<S> {
     fn drop(&mut self) {
         if let Some(shared) = &self.shared {
-            let held = self
-                .shards
-                .iter_mut()
-                .map(|shard| {
-                    shard
-                        .get_mut()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .len()
-                })
-                .sum();
+            let held = self.len();
             shared.remove(held);
         }
     }

@@ -21,10 +21,9 @@ pub(crate) struct Buckets {
     len_nanos: i64,
     history: u32,
     format: &'static str,
+    /// What the suffix ends with after a `-`: the bucket length unless it
+    /// is a minute, then `mom` for packed counters.
     tag: Option<String>,
-    /// Whether the counters are packed (count and offset sum): they are
-    /// named apart, so a counter of one kind is never read as the other.
-    packed: bool,
 }
 
 impl Buckets {
@@ -66,15 +65,18 @@ impl Buckets {
             history,
             format,
             tag,
-            packed: false,
         })
     }
 
     /// The same buckets, their counters packed with their offset sums
     /// (named with the suffix mark `-mom`).
     pub(crate) fn packed(self) -> Self {
+        let tag = match self.tag {
+            Some(length) => format!("{length}-mom"),
+            None => "mom".to_owned(),
+        };
         Self {
-            packed: true,
+            tag: Some(tag),
             ..self
         }
     }
@@ -152,9 +154,6 @@ impl Buckets {
         if let Some(tag) = &self.tag {
             suffix.push(b"-");
             suffix.push(tag.as_bytes());
-        }
-        if self.packed {
-            suffix.push(b"-mom");
         }
         suffix
     }

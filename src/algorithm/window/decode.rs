@@ -13,6 +13,16 @@ pub(super) struct Decoded {
     pub(super) offsets: Vec<u64>,
 }
 
+impl Decoded {
+    /// The window it holds, as the estimate weighs it.
+    pub(super) fn window(&self) -> Window<'_> {
+        Window {
+            counts: &self.counts,
+            offsets: &self.offsets,
+        }
+    }
+}
+
 impl WindowCounter {
     /// What a counter that wrapped is set to: a full window, the limit
     /// (on a packed counter with its offsets in the middle).
@@ -25,22 +35,28 @@ impl WindowCounter {
         }
     }
 
-    /// The window `decoded` holds, as the estimate weighs it.
-    pub(super) fn window<'a>(&self, decoded: &'a Decoded) -> Window<'a> {
-        Window {
-            counts: &decoded.counts,
-            offsets: &decoded.offsets,
+    /// What a request of `cost` at `at` adds to its counter: its cost,
+    /// and on a packed counter its offset too.
+    pub(super) fn delta(&self, cost: u64, at: Position) -> u64 {
+        if self.estimator.packs() {
+            moment::delta(cost, moment::cell(at.into, at.len))
+        } else {
+            cost
         }
     }
 
-    /// What a request of `cost` at `at` adds to its counter, and the cell
-    /// it falls in: its cost, and on a packed counter its offset too.
-    pub(super) fn delta(&self, cost: u64, at: Position) -> (u64, u64) {
-        if self.estimator.packs() {
-            let cell = moment::cell(at.into, at.len);
-            (moment::delta(cost, cell), cell)
+    /// `decoded` with `delta` taken back from its current bucket: the
+    /// counts and offsets as they stand after a refund of that increment.
+    pub(super) fn take_back(&self, decoded: &mut Decoded, delta: u64) {
+        let (count, offsets) = if self.estimator.packs() {
+            let (count, offsets, _) = moment::unpack(delta);
+            (count, offsets)
         } else {
-            (cost, 0)
+            (delta, 0)
+        };
+        decoded.counts[0] = decoded.counts[0].saturating_sub(count);
+        if let Some(sum) = decoded.offsets.first_mut() {
+            *sum = sum.saturating_sub(offsets);
         }
     }
 
@@ -53,36 +69,45 @@ impl WindowCounter {
         }
     }
 
-    /// The counts and offset sums of the counters read, `raw` (the counts
-    /// in place). A packed counter whose offset sum is more than its count
-    /// allows is cut to it and reported, under the key `key_of` gives for
-    /// its age; the keys are looked up only then.
-    pub(super) fn decode<'k>(
-        &self,
-        mut raw: Vec<u64>,
-        key_of: impl Fn(usize) -> Option<&'k [u8]>,
-    ) -> Decoded {
+    /// A counter's `value` as read under `key`, checked: a packed counter
+    /// whose offset sum is more than its count allows is cut to it, and
+    /// reported. What the sealed-bucket cache keeps is checked, so each
+    /// bad value is reported once per read from the store.
+    pub(super) fn checked(&self, value: u64, key: &[u8]) -> u64 {
+        if !self.estimator.packs() {
+            return value;
+        }
+        let (count, sum, cut) = moment::unpack(value);
+        if !cut {
+            return value;
+        }
+        self.settings.repairs.state_repaired(
+            key,
+            value.to_string().as_bytes(),
+            "an offset sum beyond its count; cut to it",
+        );
+        moment::pack(count, sum)
+    }
+
+    /// The counts and offset sums of `checked` counters (the counts in
+    /// place).
+    pub(super) fn decode(&self, mut checked: Vec<u64>) -> Decoded {
         if !self.estimator.packs() {
             return Decoded {
-                counts: raw,
+                counts: checked,
                 offsets: Vec::new(),
             };
         }
-        let mut offsets = Vec::with_capacity(raw.len());
-        for (age, value) in raw.iter_mut().enumerate() {
-            let (count, sum, cut) = moment::unpack(*value);
-            if cut {
-                self.settings.repairs.state_repaired(
-                    key_of(age).unwrap_or_default(),
-                    value.to_string().as_bytes(),
-                    "an offset sum beyond its count; cut to it",
-                );
-            }
-            *value = count;
-            offsets.push(sum);
-        }
+        let offsets = checked
+            .iter_mut()
+            .map(|value| {
+                let (count, sum, _) = moment::unpack(*value);
+                *value = count;
+                sum
+            })
+            .collect();
         Decoded {
-            counts: raw,
+            counts: checked,
             offsets,
         }
     }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
-use super::math::{admits, verdict, Position};
+use super::decode::Decoded;
+use super::math::{admits, verdict, Position, Verdict};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
@@ -69,17 +70,14 @@ impl WindowCounter {
             .settings
             .within_deadline(self.settings.store.get_counters(&keys))
             .await?;
-        let raw: Vec<u64> = read.iter().map(|count| count.unwrap_or(0)).collect();
-        let decoded = self.decode(raw, |age| keys.get(age).map(Vec::as_slice));
+        let checked: Vec<u64> = read
+            .iter()
+            .zip(&keys)
+            .map(|(count, key)| self.checked(count.unwrap_or(0), key))
+            .collect();
+        let decoded = self.decode(checked);
         let limit = self.settings.quota.limit();
-        let seen = verdict(
-            &self.buckets,
-            &self.window(&decoded),
-            now_nanos,
-            true,
-            1,
-            limit,
-        );
+        let seen = self.verdict(&decoded, now_nanos, true, 1);
         Ok(Inspection {
             limit,
             keys: keys
@@ -109,7 +107,7 @@ impl WindowCounter {
         let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
         let at = Position::of(&self.buckets, now);
-        let (delta, cell) = self.delta(cost, at);
+        let delta = self.delta(cost, at);
 
         // Older buckets whose final count is known locally are not read,
         // and their keys are not even built.
@@ -151,10 +149,10 @@ impl WindowCounter {
             self.repair_wrap(call, &current, counters.value, ttl).await;
             self.full()
         } else {
-            counters.value
+            self.checked(counters.value, &current)
         };
-        for (&age, count) in read_ages.iter().zip(&counters.read) {
-            counts[age] = count.unwrap_or(0);
+        for ((&age, count), key) in read_ages.iter().zip(&counters.read).zip(&reads) {
+            counts[age] = self.checked(count.unwrap_or(0), key);
         }
         if let Some(cache) = &self.sealed {
             let sealed: Vec<SealedBucket> = read_ages
@@ -163,38 +161,28 @@ impl WindowCounter {
                 .collect();
             cache.keep(client.as_str().as_bytes(), &sealed, now);
         }
-        // The counters read from the store are at `read_ages`; the others
-        // came from the sealed cache, checked when first read.
-        let mut decoded = self.decode(counts, |age| match age {
-            0 => Some(&current[..]),
-            age => read_ages
-                .iter()
-                .position(|&read| read == age)
-                .map(|at| reads[at].as_slice()),
-        });
-        let allowed = admits(&self.window(&decoded), at, limit);
+        // Every count is checked: as read just now, or as the sealed
+        // cache kept it when it was read.
+        let mut decoded = self.decode(counts);
+        let allowed = admits(&decoded.window(), at, limit);
 
         let allowed = allowed && !wrapped;
         if !allowed && !wrapped && settings.denied == DeniedRequests::Refunded {
-            decoded.counts[0] = decoded.counts[0].saturating_sub(cost);
-            if let Some(offsets) = decoded.offsets.first_mut() {
-                *offsets = offsets.saturating_sub(cost * cell);
-            }
+            self.take_back(&mut decoded, delta);
             self.refund(call, &current, delta).await;
         }
-        let v = verdict(
-            &self.buckets,
-            &self.window(&decoded),
-            now,
-            allowed,
-            cost,
-            limit,
-        );
+        let v = self.verdict(&decoded, now, allowed, cost);
         let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
         Ok(decision.with_used(v.used))
+    }
+
+    /// The verdict on `decoded` at `now` for a request of `cost`.
+    fn verdict(&self, decoded: &Decoded, now: i64, allowed: bool, cost: u64) -> Verdict {
+        let limit = self.settings.quota.limit();
+        verdict(&self.buckets, &decoded.window(), now, allowed, cost, limit)
     }
 
     /// Bucket `index` with its `count`, if it is sealed at `now`: closed
@@ -305,7 +293,7 @@ impl WindowCounter {
             Some(store) => Call::Now(store),
             None => Call::Waiting(Instant::now()),
         };
-        let (delta, _) = self.delta(cost, Position::of(&self.buckets, now));
+        let delta = self.delta(cost, Position::of(&self.buckets, now));
         self.decrement(call, &key, delta).await
     }
 

@@ -119,7 +119,8 @@ fn scaled_estimate(window: &Window, at: Position) -> u128 {
 
 /// The approximated count in the window ending at `at`, for reports
 /// (decisions compare [`scaled_estimate`] instead).
-pub(crate) fn estimate(window: &Window, at: Position) -> f64 {
+#[cfg(test)]
+fn estimate(window: &Window, at: Position) -> f64 {
     scaled_estimate(window, at) as f64 / at.len as f64
 }
 
@@ -129,9 +130,10 @@ pub(crate) fn admits(window: &Window, at: Position, limit: u64) -> bool {
     scaled_estimate(window, at) <= u128::from(limit) * u128::from(at.len)
 }
 
-/// What is left of `limit` under the estimate, rounded down.
-fn remaining(window: &Window, at: Position, limit: u64) -> u64 {
-    let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled_estimate(window, at));
+/// What is left of `limit` under the estimate `scaled` (times `at.len`),
+/// rounded down.
+fn remaining(scaled: u128, at: Position, limit: u64) -> u64 {
+    let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled);
     // At most `limit`, so it fits.
     u64::try_from(room / u128::from(at.len)).unwrap_or(limit)
 }
@@ -148,10 +150,11 @@ pub(crate) fn verdict(
     limit: u64,
 ) -> Verdict {
     let at = Position::of(buckets, now_nanos);
+    let scaled = scaled_estimate(window, at);
     Verdict {
         allowed,
-        used: estimate(window, at),
-        remaining: remaining(window, at, limit),
+        used: scaled as f64 / at.len as f64,
+        remaining: remaining(scaled, at, limit),
         reset_after: reset_after(buckets, window.counts, now_nanos),
         retry_after: (!allowed).then(|| retry_after(buckets, window, now_nanos, cost, limit)),
     }
