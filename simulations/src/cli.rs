@@ -73,12 +73,18 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     } else {
         Scale::FULL
     };
-    let workloads = workload::all(args.seed, scale);
+    let main = workload::all(args.seed, scale);
+    let main_count = main.len();
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let estimated = estimators::workloads(&workloads, args.seed, args.quick);
-    let estimator_jobs = estimators::jobs(&estimated);
+    // The main workloads, then the estimators' populations: the main
+    // suite's sliding windows are the estimators' uniform runs on the
+    // first ones, so only the full comparison alone runs them itself.
+    let estimated = estimators::workloads(main, args.seed, args.quick);
+    let workloads = &estimated[..main_count];
+    let run_already = if args.estimators { 0 } else { main_count };
+    let estimator_jobs = estimators::jobs(&estimated, run_already);
     let estimator_total: u64 = estimator_jobs
         .iter()
         .map(|job| estimated[job.0].requests.len() as u64)
@@ -110,10 +116,7 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         std::fs::create_dir_all(&args.out)?;
         let path = args.out.join("estimators.md");
         std::fs::write(&path, &table)?;
-        if let Some(summary) = estimators::summary(&estimated, &rows) {
-            std::fs::write(args.out.join("estimators-table.md"), summary)?;
-        }
-        let figures = estimators::figures(&args.figures, &estimated, &rows)?;
+        let figures = write_estimators(&args, &estimated, &rows)?;
         eprintln!(
             "Wrote {} and {} figures to {} in {:.1} s on {threads} threads.",
             path.display(),
@@ -123,8 +126,8 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         );
         return Ok(());
     }
-    let main_jobs = suite::jobs(&workloads, &algorithms::all());
-    let caches_jobs = suite::caches_jobs(&workloads);
+    let main_jobs = suite::jobs(workloads, &algorithms::all());
+    let caches_jobs = suite::caches_jobs(workloads);
     let jobs = suite::merge(main_jobs.clone(), &caches_jobs);
     let decisions = |jobs: &[suite::Job]| -> u64 {
         jobs.iter()
@@ -135,13 +138,16 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let main_total = decisions(&main_jobs);
     bar.set_length(total + estimator_total);
     let rows =
-        suite::run(&workloads, &jobs, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
-    let estimator_rows = estimators::run(&estimated, &estimator_jobs, threads, &|n| bar.inc(n))
-        .map_err(|e| e as Box<dyn Error>)?;
+        suite::run(workloads, &jobs, threads, &|n| bar.inc(n)).map_err(|e| e as Box<dyn Error>)?;
+    let mut estimator_rows = estimators::from_suite(&rows);
+    estimator_rows.extend(
+        estimators::run(&estimated, &estimator_jobs, threads, &|n| bar.inc(n))
+            .map_err(|e| e as Box<dyn Error>)?,
+    );
     bar.finish_and_clear();
 
     let mut results = format!(
-        "{}, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), {} more for the caches comparison ({} runs), and {} for the sliding window's estimators ({} runs).\n\n",
+        "{}, {} decisions over {} workloads × {} algorithms × 2 modes (denied requests refunded, then counted), {} more for the caches comparison ({} runs), and {} more for the sliding window's estimators ({} runs, beside the main runs of the uniform rule).\n\n",
         heading(""),
         main_total,
         workloads.len(),
@@ -151,21 +157,14 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         estimator_total,
         estimator_jobs.len(),
     );
-    results.push_str(&report::markdown(&workloads, &rows));
-    results.push_str(&report::caches_markdown(&workloads, &rows));
+    results.push_str(&report::markdown(workloads, &rows));
+    results.push_str(&report::caches_markdown(workloads, &rows));
     results.push_str(&estimators::markdown(&estimated, &estimator_rows));
     print!("{results}");
-    report::write_csv(&args.out, &workloads, &rows)?;
-    generated::write_all(&args.out, &results, &workloads, &rows)?;
-    if let Some(table) = estimators::summary(&estimated, &estimator_rows) {
-        std::fs::write(args.out.join("estimators-table.md"), table)?;
-    }
-    let mut written = figures::write_all(&args.figures, &workloads, &rows)?;
-    written.extend(estimators::figures(
-        &args.figures,
-        &estimated,
-        &estimator_rows,
-    )?);
+    report::write_csv(&args.out, workloads, &rows)?;
+    generated::write_all(&args.out, &results, workloads, &rows)?;
+    let mut written = figures::write_all(&args.figures, workloads, &rows)?;
+    written.extend(write_estimators(&args, &estimated, &estimator_rows)?);
     eprintln!(
         "Wrote {}, {} and {} figures to {} in {:.1} s on {threads} threads.",
         args.out.join("results.csv").display(),
@@ -175,6 +174,20 @@ pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
         began.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The estimators comparison's summary table (`estimators-table.md` in
+/// --out) and its figures; returns the figures' paths.
+fn write_estimators(
+    args: &Args,
+    workloads: &[workload::Workload],
+    rows: &[estimators::Row],
+) -> Result<Vec<PathBuf>, Box<dyn Error>> {
+    std::fs::create_dir_all(&args.out)?;
+    if let Some(summary) = estimators::summary(workloads, rows) {
+        std::fs::write(args.out.join("estimators-table.md"), summary)?;
+    }
+    estimators::figures(&args.figures, workloads, rows)
 }
 
 /// An error if `dir` holds files tracked by git: the run would write over

@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use memcache_ratelimit::algorithm::Estimator;
 use memcache_ratelimit::{LimiterSpec, ManualClock, Quota};
 
-use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated, DEADLINE};
+use crate::algorithms::{Algorithm, Caches, DeniedRequests, Simulated};
 use crate::plot;
 use crate::populations;
 use crate::runner::{self, Outcome, RunError};
+use crate::suite;
 use crate::trace::series;
 use crate::workload::{Trace, Workload};
 
@@ -53,7 +54,6 @@ impl Simulated for Estimated {
             sub_windows: self.sub_windows,
         }
         .spec(quota, clock, sealed, denied)
-        .deadline(DEADLINE)
         .estimator(self.estimator)
     }
 }
@@ -78,7 +78,7 @@ pub type Job = (usize, Estimated, DeniedRequests);
 /// The workloads compared: every workload of the main run, the bursty one
 /// traced ([`traced`]), and the three populations of one make-up
 /// ([`populations`]), smaller in a quick run.
-pub fn workloads(base: &[Workload], seed: u64, quick: bool) -> Vec<Workload> {
+pub fn workloads(base: Vec<Workload>, seed: u64, quick: bool) -> Vec<Workload> {
     let (sources, minutes) = if quick {
         (6_000, 5)
     } else {
@@ -90,13 +90,17 @@ pub fn workloads(base: &[Workload], seed: u64, quick: bool) -> Vec<Workload> {
 }
 
 /// Every estimator at every sub-window count on every workload, in both
-/// modes.
-pub fn jobs(workloads: &[Workload]) -> Vec<Job> {
+/// modes, but the uniform rule on the first `run_already` workloads: the
+/// main suite's sliding windows are those runs ([`from_suite`]).
+pub fn jobs(workloads: &[Workload], run_already: usize) -> Vec<Job> {
     let mut jobs = Vec::new();
     for denied in [DeniedRequests::Refunded, DeniedRequests::Counted] {
         for workload in 0..workloads.len() {
             for &sub_windows in &SUB_WINDOWS {
                 for &estimator in &ESTIMATORS {
+                    if estimator == Estimator::Uniform && workload < run_already {
+                        continue;
+                    }
                     let limiter = Estimated {
                         sub_windows,
                         estimator,
@@ -107,6 +111,29 @@ pub fn jobs(workloads: &[Workload]) -> Vec<Job> {
         }
     }
     jobs
+}
+
+/// The rows of the main suite that are this comparison's uniform runs:
+/// the sliding window at each of [`SUB_WINDOWS`] with the default caches,
+/// in both modes, which is what [`Estimated`] builds for the uniform rule.
+pub fn from_suite(rows: &[suite::Row]) -> Vec<Row> {
+    rows.iter()
+        .filter(|row| row.job.default_caches())
+        .filter_map(|row| match row.job.algorithm {
+            Algorithm::SlidingWindow { sub_windows } if SUB_WINDOWS.contains(&sub_windows) => {
+                Some(Row {
+                    workload: row.job.workload,
+                    limiter: Estimated {
+                        sub_windows,
+                        estimator: Estimator::Uniform,
+                    },
+                    denied: row.job.denied,
+                    outcome: row.outcome.clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs `jobs` over `threads` threads.
@@ -235,12 +262,12 @@ fn cell(row: &Row) -> String {
     }
 }
 
-/// The three measures a run is judged by, with how each reads a row:
+/// A measure: its title, the mode it runs in, and how it reads a row:
 /// (wrong decisions, mean relative difference, wrongly allowed), in % of
 /// requests.
-/// A measure: its title, the mode it runs in, and how it reads a row.
 type Measure = (&'static str, DeniedRequests, fn(&Row) -> (f64, f64, f64));
 
+/// The three measures a run is judged by.
 const MEASURES: [Measure; 3] = [
     (
         "Cloudflare's: strict mode, against the exact count of every request",
@@ -361,20 +388,16 @@ const TRACED_NANOS: u64 = 10 * 60 * 1_000_000_000;
 
 /// `workloads`, with the first client of [`TRACED_WORKLOAD`] traced over
 /// its first ten minutes.
-pub fn traced(workloads: &[Workload]) -> Vec<Workload> {
+pub fn traced(mut workloads: Vec<Workload>) -> Vec<Workload> {
+    for workload in &mut workloads {
+        if workload.id == TRACED_WORKLOAD && workload.trace.is_none() {
+            workload.trace = Some(Trace {
+                client: 0,
+                until: TRACED_NANOS,
+            });
+        }
+    }
     workloads
-        .iter()
-        .cloned()
-        .map(|mut workload| {
-            if workload.id == TRACED_WORKLOAD && workload.trace.is_none() {
-                workload.trace = Some(Trace {
-                    client: 0,
-                    until: TRACED_NANOS,
-                });
-            }
-            workload
-        })
-        .collect()
 }
 
 /// One figure per sub-window count of 1 and 4: the traced bursty client's

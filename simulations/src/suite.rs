@@ -62,7 +62,7 @@ impl Job {
         }
     }
 
-    fn default_caches(&self) -> bool {
+    pub fn default_caches(&self) -> bool {
         self.caches == Caches::DEFAULT.for_algorithm(self.algorithm)
     }
 

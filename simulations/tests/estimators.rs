@@ -4,17 +4,18 @@
 //! traffic is bursty.
 
 use memcache_ratelimit::algorithm::Estimator;
-use simulations::algorithms::DeniedRequests;
+use simulations::algorithms::{Algorithm, DeniedRequests};
 use simulations::estimators::{self, Estimated, ESTIMATORS, SUB_WINDOWS};
+use simulations::suite;
 use simulations::workload::{self, SourcesSpec};
 
 #[test]
 fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
-    let workloads = estimators::traced(&[
+    let workloads = estimators::traced(vec![
         workload::on_off(5, 6, 5.0, 10, 40, 6),
         workload::sources(5, &SourcesSpec::new(2_000, 4)),
     ]);
-    let jobs = estimators::jobs(&workloads);
+    let jobs = estimators::jobs(&workloads, 0);
     let rows = estimators::run(&workloads, &jobs, 2, &|_| {}).unwrap();
     assert_eq!(
         rows.len(),
@@ -66,4 +67,27 @@ fn the_comparison_covers_every_case_and_the_moments_are_closer_on_bursts() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The main suite's sliding windows stand in for the comparison's uniform
+/// runs on the main workloads: they decide exactly as the uniform rule's
+/// own runs do, in both modes.
+#[test]
+fn the_main_suites_sliding_windows_are_the_uniform_runs() {
+    let workloads = vec![workload::on_off(5, 6, 5.0, 10, 40, 6)];
+    let algorithms = [Algorithm::SlidingWindow { sub_windows: 4 }];
+    let jobs = suite::jobs(&workloads, &algorithms);
+    let suite_rows = suite::run(&workloads, &jobs, 2, &|_| {}).unwrap();
+    let reused = estimators::from_suite(&suite_rows);
+    assert_eq!(reused.len(), 2);
+    let again: Vec<estimators::Job> = reused
+        .iter()
+        .map(|row| (row.workload, row.limiter, row.denied))
+        .collect();
+    let fresh = estimators::run(&workloads, &again, 2, &|_| {}).unwrap();
+    for (reused, fresh) in reused.iter().zip(&fresh) {
+        assert_eq!(reused.limiter.estimator, Estimator::Uniform);
+        assert_eq!(reused.outcome.metrics, fresh.outcome.metrics);
+        assert_eq!(reused.outcome.strict, fresh.outcome.strict);
+    }
 }

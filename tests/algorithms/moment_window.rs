@@ -1,16 +1,16 @@
 //! The sliding window with a moment estimator, on every store: the packed
 //! counter (count and offset sum in one increment) under its own key
-//! suffix, the same single store call per decision, refunds that take the
-//! offset back with the count, and the decisions the offsets make right.
+//! suffix, refunds that take the offset back with the count, and the
+//! decisions the offsets make right. Its single store call per decision is
+//! in `window_behaviour`, beside the uniform rule's.
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::{admitted, fixtures, unique_client, Fixture};
 use memcache_ratelimit::algorithm::{Estimator, MAX_MOMENT_COUNT};
-use memcache_ratelimit::store::{CountingStore, PutCondition};
+use memcache_ratelimit::store::PutCondition;
 use memcache_ratelimit::{Clock, RateLimiter, SlidingWindow};
 
 fn moment(f: &Fixture, quota: &str, n: u32) -> RateLimiter {
@@ -80,30 +80,6 @@ async fn the_counter_packs_the_offsets_under_its_own_suffix() {
         // The uniform rule's counters are other keys.
         let uniform = f.sliding_window("10/minute", 4);
         assert_eq!(admitted(&uniform, &client, 10).await, 10, "{}", f.name);
-    }
-}
-
-#[tokio::test]
-async fn a_decision_is_one_store_call_for_any_number_of_sub_windows() {
-    for f in fixtures().await {
-        for n in [1, 4, 12, 60] {
-            let counting = Arc::new(CountingStore::new(f.store.clone()));
-            let limiter = f
-                .builder_on(counting.clone(), SlidingWindow::builder, "3/minute")
-                .sub_windows(n)
-                .estimator(Estimator::Moment)
-                .build()
-                .unwrap();
-            let client = unique_client("moment-calls");
-            limiter.check(&client).await.unwrap();
-            let calls = counting.calls();
-            assert_eq!(
-                (calls.round_trips(), calls.increments, calls.keys),
-                (1, 1, u64::from(n) + 1),
-                "{} n={n}",
-                f.name
-            );
-        }
     }
 }
 

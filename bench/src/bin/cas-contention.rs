@@ -408,8 +408,6 @@ fn worker(args: &Args) {
 // ---------------------------------------------------------------------------
 // The coordinator.
 
-/// `total` requests in flight over `processes` processes: as even as
-/// possible, and at least one each.
 /// The most worker processes one case starts.
 const MOST_PROCESSES: usize = 64;
 
@@ -421,6 +419,8 @@ fn processes(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `total` requests in flight over `processes` processes: as even as
+/// possible, and at least one each.
 fn split(total: usize, processes: usize) -> Vec<usize> {
     (0..processes)
         .map(|i| (total / processes + usize::from(i < total % processes)).max(1))

@@ -3,7 +3,7 @@
 //! decoded and checked, and the window the estimate weighs.
 
 use super::engine::WindowCounter;
-use super::math::{Position, Window};
+use super::math::{verdict, Position, Verdict, Window};
 use super::moment;
 
 /// The counts of the buckets read, and for packed counters their offset
@@ -110,6 +110,12 @@ impl WindowCounter {
             counts: checked,
             offsets,
         }
+    }
+
+    /// The verdict on `decoded` at `now` for a request of `cost`.
+    pub(super) fn verdict(&self, decoded: &Decoded, now: i64, allowed: bool, cost: u64) -> Verdict {
+        let limit = self.settings.quota.limit();
+        verdict(&self.buckets, &decoded.window(), now, allowed, cost, limit)
     }
 
     /// A counter's value as `inspect` shows it: the count, and on a

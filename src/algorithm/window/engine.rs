@@ -8,8 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
-use super::decode::Decoded;
-use super::math::{admits, verdict, Position, Verdict};
+use super::math::{admits, Position};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{SealedBucket, SealedCache};
@@ -177,12 +176,6 @@ impl WindowCounter {
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
         Ok(decision.with_used(v.used))
-    }
-
-    /// The verdict on `decoded` at `now` for a request of `cost`.
-    fn verdict(&self, decoded: &Decoded, now: i64, allowed: bool, cost: u64) -> Verdict {
-        let limit = self.settings.quota.limit();
-        verdict(&self.buckets, &decoded.window(), now, allowed, cost, limit)
     }
 
     /// Bucket `index` with its `count`, if it is sealed at `now`: closed
