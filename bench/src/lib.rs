@@ -6,6 +6,7 @@
 pub mod algorithm;
 pub mod client;
 pub mod cpu;
+pub mod instructions;
 pub mod matrix;
 pub mod server;
 

@@ -1,0 +1,130 @@
+//! Instructions per decision under callgrind: the same count on a noisy
+//! machine, whatever else runs beside it.
+//!
+//! Every case runs one fixed trace of [`TRACE`] decisions on a limiter
+//! whose clock stands still, after warm-up decisions that are not
+//! counted: for the hot client, one decision; for many clients, one
+//! decision for each of the [`MANY_CLIENTS`] ids. Only the trace is
+//! counted (callgrind's `--toggle-collect` on the benchmark function), so
+//! instructions per decision are the total ÷ [`TRACE`]; `instructions-table`
+//! prints that table from the saved summaries.
+//!
+//! - `embedded`: the limiter on `MemoryStore`, in process: every
+//!   instruction of a decision.
+//! - `memcached`: the limiter on `MemcachedStore` against a memcached this
+//!   benchmark starts (not traced: callgrind runs with
+//!   `--trace-children=no`), one request in flight: the client side of a
+//!   decision, request and answer included.
+//!
+//! Run by gungraun (the successor of iai-callgrind, by Joining7943,
+//! <https://github.com/gungraun/gungraun>), whose runner must be installed
+//! at the library's version: `scripts/bench-instructions` does it.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use gungraun::{
+    library_benchmark, library_benchmark_group, main, Callgrind, LibraryBenchmarkConfig,
+};
+use memcache_ratelimit::store::Store;
+use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter};
+use memcache_ratelimit_bench::algorithm::{Case, Setup};
+use memcache_ratelimit_bench::instructions::{fixed_time, picks, TRACE};
+use memcache_ratelimit_bench::{Mode, MANY_CLIENTS};
+use memcache_ratelimit_testkit::Memcached;
+use tokio::runtime::Runtime;
+
+/// What one benchmark runs its trace on.
+struct Prepared {
+    runtime: Runtime,
+    limiter: Arc<RateLimiter>,
+    ids: Vec<Vec<u8>>,
+    /// The trace: indices into `ids`.
+    trace: Vec<u32>,
+    /// Kept alive for the trace; stopped when dropped, after it.
+    _server: Option<Memcached>,
+}
+
+fn prepare(case: usize, mode: Mode, memcached: bool) -> Prepared {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let case = Case::ALL[case];
+    let clock = ManualClock::new(fixed_time());
+    let (store, server): (Arc<dyn Store>, _) = if memcached {
+        let server = Memcached::start();
+        let address = server.address();
+        let store = runtime.block_on(memcache_ratelimit_bench::client::store(
+            &address,
+            std::time::Duration::from_secs(5),
+        ));
+        (store, Some(server))
+    } else {
+        (Arc::new(MemoryStore::with_clock(clock.clone())), None)
+    };
+    let limiter: Arc<RateLimiter> = case
+        .spec(Setup::default())
+        .clock(clock)
+        .build(store)
+        .expect("a valid limiter")
+        .into();
+    let ids: Vec<Vec<u8>> = match mode {
+        Mode::Hot => vec![b"hot".to_vec()],
+        Mode::Many => (0..MANY_CLIENTS)
+            .map(|id| format!("c{id}").into_bytes())
+            .collect(),
+    };
+    let trace = picks(ids.len(), TRACE);
+    runtime.block_on(async {
+        for id in &ids {
+            limiter.check(id).await.expect("a warm-up decision");
+        }
+    });
+    Prepared {
+        runtime,
+        limiter,
+        ids,
+        trace,
+        _server: server,
+    }
+}
+
+fn embedded_hot(case: usize) -> Prepared {
+    prepare(case, Mode::Hot, false)
+}
+fn embedded_many(case: usize) -> Prepared {
+    prepare(case, Mode::Many, false)
+}
+fn memcached_hot(case: usize) -> Prepared {
+    prepare(case, Mode::Hot, true)
+}
+fn memcached_many(case: usize) -> Prepared {
+    prepare(case, Mode::Many, true)
+}
+
+// The trace: `TRACE` decisions, one at a time; the state is handed back
+// so that its teardown is not counted.
+#[library_benchmark]
+#[benches::embedded_hot(args = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], setup = embedded_hot)]
+#[benches::embedded_many(args = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], setup = embedded_many)]
+#[benches::memcached_hot(args = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], setup = memcached_hot)]
+#[benches::memcached_many(args = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], setup = memcached_many)]
+fn decisions(prepared: Prepared) -> Prepared {
+    prepared.runtime.block_on(async {
+        for &pick in &prepared.trace {
+            let decision = prepared.limiter.check(&prepared.ids[pick as usize]).await;
+            black_box(decision.expect("a decision"));
+        }
+    });
+    prepared
+}
+
+library_benchmark_group!(name = traces; benchmarks = decisions);
+
+main!(
+    config = LibraryBenchmarkConfig::default()
+        .env_clear(false)
+        .tool(Callgrind::with_args(["--trace-children=no", "--cache-sim=no"]));
+    library_benchmark_groups = traces
+);
