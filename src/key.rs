@@ -148,10 +148,11 @@ pub(crate) type KeyBuf = StackText<MAX_KEY_LEN>;
 
 /// Panics on a suffix this crate's algorithms never write: one holding `_`
 /// or anything but printable ASCII, or one longer than the space kept.
-fn check_suffix(suffix: &str) {
+fn check_suffix(suffix: &[u8]) {
     assert!(
-        suffix.len() < SUFFIX_RESERVE && suffix.bytes().all(|b| is_raw_byte(b) && b != b'_'),
-        "invalid key suffix {suffix:?}"
+        suffix.len() < SUFFIX_RESERVE && suffix.iter().all(|&b| is_raw_byte(b) && b != b'_'),
+        "invalid key suffix {:?}",
+        String::from_utf8_lossy(suffix)
     );
 }
 
@@ -178,17 +179,23 @@ impl ClientKey {
         self.prefix.as_str()
     }
 
+    /// The prefix as bytes: what [`as_str`](Self::as_str) holds, without
+    /// checking it again.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.prefix
+    }
+
     /// The full key `<prefix>_<suffix>`.
     ///
     /// # Panics
     ///
     /// If `suffix` holds `_` or is longer than the space kept for it: the
     /// suffixes are written by this crate's algorithms, so that is a bug.
-    pub(crate) fn with_suffix(&self, suffix: &str) -> KeyBuf {
+    pub(crate) fn with_suffix(&self, suffix: &[u8]) -> KeyBuf {
         check_suffix(suffix);
         let mut key = self.prefix;
         key.push(b"_");
-        key.push(suffix.as_bytes());
+        key.push(suffix);
         key
     }
 }
@@ -319,7 +326,7 @@ mod tests {
     fn raw_ids_stay_readable_and_others_are_hashed() {
         let keys = KeySpace::default();
         assert_eq!(
-            keys.client(b"user_42").with_suffix("202611220107"),
+            keys.client(b"user_42").with_suffix(b"202611220107"),
             b"rl:user_42_202611220107"
         );
         for id in [
@@ -342,7 +349,7 @@ mod tests {
         let max_raw = MAX_KEY_LEN - MAX_NAMESPACE_LEN - 2 - SUFFIX_RESERVE;
         let key = keys
             .client(&vec![b'x'; max_raw])
-            .with_suffix(&"9".repeat(SUFFIX_RESERVE - 1));
+            .with_suffix("9".repeat(SUFFIX_RESERVE - 1).as_bytes());
         assert!(is_valid_key(&key), "{} bytes", key.len());
         assert!(keys.client(&vec![b'x'; max_raw + 1]).as_str().contains('#'));
     }

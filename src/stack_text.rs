@@ -25,6 +25,7 @@ impl<const N: usize> StackText<N> {
     ///
     /// If `part` is not ASCII, or past `N` bytes: the callers' own bounds
     /// rule both out.
+    #[inline]
     pub(crate) fn push(&mut self, part: &[u8]) {
         let end = self.len + part.len();
         assert!(
@@ -37,12 +38,14 @@ impl<const N: usize> StackText<N> {
     }
 
     /// Appends `value` as exactly `width` decimal digits, zero-padded.
-    pub(crate) fn push_digits(&mut self, value: u32, width: u32) {
-        let mut divisor = 10u32.pow(width - 1);
-        while divisor > 0 {
-            self.push(&[b'0' + (value / divisor % 10) as u8]);
-            divisor /= 10;
+    pub(crate) fn push_digits(&mut self, mut value: u32, width: u32) {
+        let end = self.len + width as usize;
+        assert!(end <= N, "{width} digits do not fit");
+        for digit in self.bytes[self.len..end].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
         }
+        self.len = end;
     }
 
     pub(crate) fn as_str(&self) -> &str {

@@ -171,6 +171,15 @@ impl Engine {
 
     /// The compare-and-swap loop's counters; all zero for the windows,
     /// which never compare and swap.
+    /// Clients the sliding window's sealed-bucket cache had no room for
+    /// (0 for every other algorithm).
+    pub(crate) fn sealed_refused(&self) -> u64 {
+        match self {
+            Self::Window(engine) => engine.sealed.as_ref().map_or(0, |cache| cache.refused()),
+            _ => 0,
+        }
+    }
+
     pub(crate) fn cas_stats(&self) -> CasStats {
         match self {
             Self::Window(_) => CasStats::default(),

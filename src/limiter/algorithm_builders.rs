@@ -135,10 +135,14 @@ impl LimiterBuilder<SlidingWindow> {
     /// once per client and kept until no decision reads it. In steady
     /// state a decision is then one increment, whatever `n` is. The cache
     /// is kept per client, `n` buckets each, so it holds
-    /// `max(1, buckets / n)` clients; each takes about `16·n + 80` bytes
-    /// plus its key. With more active clients than that, the clients that
-    /// do not fit read their sealed buckets again each time: size it to
-    /// the clients one process sees within a window. The cache assumes time
+    /// `max(1, buckets / n)` clients at most; each takes about `16·n + 80`
+    /// bytes plus its key, and only the clients seen take memory (those no
+    /// longer read are dropped each time the cache has doubled). With more
+    /// active clients than that, the clients that do not fit read their
+    /// sealed buckets again each time, and
+    /// [`LimiterStats::sealed_refused`](crate::LimiterStats::sealed_refused)
+    /// counts them: size it to the clients one process sees within a
+    /// window. The cache assumes time
     /// moves forward: replaying events out of order with
     /// [`check_at`](crate::RateLimiter::check_at) wants it off.
     pub fn sealed_cache(mut self, buckets: usize) -> Self {

@@ -274,6 +274,7 @@ impl RateLimiter {
             cas_retries: cas.retries,
             cas_known: cas.known,
             cas_stale: cas.stale,
+            sealed_refused: self.engine.sealed_refused(),
             failures: self.failures.stats(self.repairs.count()),
         }
     }

@@ -46,6 +46,13 @@ pub struct LimiterStats {
     /// Of those, the ones that found the state changed by another writer
     /// (or expired) and read it again.
     pub cas_stale: u64,
+    /// Sliding window: clients whose sealed buckets the in-process cache
+    /// had no room for, since it was full of clients still read (see
+    /// [`sealed_cache`](crate::LimiterBuilder::sealed_cache)). Each of
+    /// their decisions reads those buckets from the store again; a count
+    /// that keeps growing means the cache is too small for the clients one
+    /// process sees within a window. Always 0 for the other algorithms.
+    pub sealed_refused: u64,
     /// Store failures, what the failure policy made of them, and counters
     /// repaired.
     pub failures: FailureStats,
@@ -68,6 +75,7 @@ impl LimiterStats {
             cas_retries: self.cas_retries + other.cas_retries,
             cas_known: self.cas_known + other.cas_known,
             cas_stale: self.cas_stale + other.cas_stale,
+            sealed_refused: self.sealed_refused + other.sealed_refused,
             failures: FailureStats {
                 absorbed: f.0.absorbed + f.1.absorbed,
                 store_errors: f.0.store_errors + f.1.store_errors,
@@ -94,6 +102,7 @@ impl LimiterStats {
     /// | `ratelimit_cas_retries_total` | |
     /// | `ratelimit_cas_known_total` | |
     /// | `ratelimit_cas_stale_total` | |
+    /// | `ratelimit_sealed_refused_total` | |
     /// | `ratelimit_store_failures_total` | `kind` = `error` or `deadline` |
     /// | `ratelimit_fallbacks_total` | |
     /// | `ratelimit_counter_repairs_total` | |
@@ -136,6 +145,7 @@ impl LimiterStats {
         set(plain("ratelimit_cas_retries_total"), self.cas_retries);
         set(plain("ratelimit_cas_known_total"), self.cas_known);
         set(plain("ratelimit_cas_stale_total"), self.cas_stale);
+        set(plain("ratelimit_sealed_refused_total"), self.sealed_refused);
         set(plain("ratelimit_fallbacks_total"), self.failures.fallbacks);
         set(
             plain("ratelimit_counter_repairs_total"),

@@ -131,3 +131,52 @@ fn an_impossible_clock_skew_is_rejected_when_built() {
         .build();
     assert_eq!(built.unwrap_err().field(), "max_clock_skew");
 }
+
+/// Keys a decision names beyond its own bucket, over `clients` decisions
+/// one minute and 2 s after their first: each has one sealed bucket, read
+/// again unless the cache kept it.
+async fn extra_keys_after_a_minute(
+    limiter: &RateLimiter,
+    store: &CountingStore<MemoryStore>,
+    clock: &ManualClock,
+    clients: u32,
+) -> u64 {
+    for id in 0..clients {
+        limiter.check(&id.to_be_bytes()).await.unwrap();
+    }
+    clock.advance(Duration::from_secs(62));
+    for id in 0..clients {
+        limiter.check(&id.to_be_bytes()).await.unwrap();
+    }
+    let before = store.calls().keys;
+    for id in 0..clients {
+        limiter.check(&id.to_be_bytes()).await.unwrap();
+    }
+    store.calls().keys - before - u64::from(clients)
+}
+
+#[tokio::test]
+async fn clients_the_cache_has_no_room_for_are_counted_and_read_again() {
+    let clock = ManualClock::from_unix_secs(T0);
+    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+    // Room for 100 clients of one sealed bucket; 150 come.
+    let limiter = sliding(store.clone(), &clock, 1, 100);
+    let extra = extra_keys_after_a_minute(&limiter, &store, &clock, 150).await;
+    assert_eq!(extra, 50, "the 50 that did not fit read their bucket again");
+    // Refused once per decision that found no room: twice for each.
+    assert_eq!(limiter.stats().sealed_refused, 100);
+}
+
+#[tokio::test]
+async fn by_default_100_000_clients_at_four_sub_windows_fit() {
+    let clock = ManualClock::from_unix_secs(T0);
+    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+    let limiter = SlidingWindow::builder("100/minute".parse().unwrap(), store.clone())
+        .sub_windows(4)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let extra = extra_keys_after_a_minute(&limiter, &store, &clock, 100_000).await;
+    assert_eq!(extra, 0);
+    assert_eq!(limiter.stats().sealed_refused, 0);
+}

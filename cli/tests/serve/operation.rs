@@ -126,6 +126,7 @@ fn pipelined_commands_share_memcached_round_trips() {
     );
     assert_eq!(info_field(&served, "cas_known"), commands);
     assert_eq!(info_field(&served, "cas_stale"), 0);
+    assert_eq!(info_field(&served, "sealed_refused"), 0);
 }
 
 /// `--known-states` bounds the bucket states the server remembers, for

@@ -105,7 +105,7 @@ impl<C: CasCore> CasLimiter<C> {
         self.settings
             .keys
             .client(client)
-            .with_suffix(self.core.suffix())
+            .with_suffix(self.core.suffix().as_bytes())
     }
 
     /// Decides a request of `cost` from `client` at `now`, unix

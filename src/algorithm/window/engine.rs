@@ -45,7 +45,7 @@ pub(crate) struct WindowCounter {
 impl WindowCounter {
     /// The key of `client`'s bucket `index`.
     fn bucket_key(&self, client: &ClientKey, index: i64) -> KeyBuf {
-        client.with_suffix(self.buckets.suffix(index).as_str())
+        client.with_suffix(&self.buckets.suffix(index))
     }
 
     /// The keys read for `client` at `now_nanos`: the current bucket first,
@@ -112,7 +112,7 @@ impl WindowCounter {
         // and their keys are not even built.
         let mut counts = vec![0; self.buckets.history() as usize + 1];
         let read_ages = match &self.sealed {
-            Some(cache) => cache.fill(client.as_str().as_bytes(), index, now, &mut counts),
+            Some(cache) => cache.fill(client.as_bytes(), index, now, &mut counts),
             None => (1..counts.len()).collect(),
         };
         let reads: Vec<Vec<u8>> = read_ages
@@ -158,7 +158,7 @@ impl WindowCounter {
                 .iter()
                 .filter_map(|&age| self.sealed_bucket(index - age as i64, counts[age], now))
                 .collect();
-            cache.keep(client.as_str().as_bytes(), &sealed, now);
+            cache.keep(client.as_bytes(), &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read.
@@ -296,7 +296,7 @@ impl WindowCounter {
         // Every bucket the estimate reads right now.
         let keys = self.keys(&client, now_nanos);
         if let Some(cache) = &self.sealed {
-            cache.remove(client.as_str().as_bytes());
+            cache.remove(client.as_bytes());
         }
         settings
             .within_deadline(settings.store.delete(&keys))

@@ -27,18 +27,26 @@ pub(crate) struct SealedCache {
     entries: Mutex<Entries>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Entries {
     map: HashMap<Box<[u8]>, Ring>,
-    /// When a full cache may next be swept for entries no longer read:
-    /// sweeping is a pass over every entry, so a cache that stays full
-    /// under many clients sweeps at most once per [`SWEEP_EVERY`] rather
-    /// than on every insert.
+    /// The size at which the map is next swept for entries no longer
+    /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
+    /// sweeping costs O(1) per insert and the map holds at most about
+    /// twice the clients still read, however many one-shot clients pass.
+    sweep_at: usize,
+    /// When a full cache may next be swept: sweeping is a pass over every
+    /// entry, so a cache that stays full under many clients sweeps at most
+    /// once per [`SWEEP_EVERY`] rather than on every insert.
     next_sweep: i64,
+    /// Clients not kept because the cache was full of clients still read.
+    refused: u64,
 }
 
 /// The least time between two sweeps of a full cache.
 const SWEEP_EVERY: i64 = 1_000_000_000;
+/// The map's size at its first sweep.
+const FIRST_SWEEP: usize = 1_024;
 
 /// One client's sealed buckets: slot `index mod history` holds the count
 /// of bucket `index`, if that is the bucket it was filled for.
@@ -96,8 +104,21 @@ impl SealedCache {
         Self {
             history,
             capacity: (buckets / history).max(1),
-            entries: Mutex::new(Entries::default()),
+            entries: Mutex::new(Entries {
+                map: HashMap::new(),
+                sweep_at: FIRST_SWEEP,
+                next_sweep: i64::MIN,
+                refused: 0,
+            }),
         }
+    }
+
+    /// Clients whose sealed buckets were not kept because the cache was
+    /// full of clients still read: each of their decisions reads those
+    /// buckets from the store again. Growing means the cache is too small
+    /// for the clients seen within a window.
+    pub(crate) fn refused(&self) -> u64 {
+        self.lock().refused
     }
 
     // Only touched between awaits, never across one, so a std mutex is the
@@ -141,14 +162,18 @@ impl SealedCache {
             return;
         }
         let mut entries = self.lock();
-        if !entries.map.contains_key(client) && entries.map.len() >= self.capacity {
-            if now < entries.next_sweep {
-                return;
-            }
-            entries.next_sweep = now.saturating_add(SWEEP_EVERY);
-            entries.map.retain(|_, ring| ring.last_read >= now);
+        if !entries.map.contains_key(client) {
             if entries.map.len() >= self.capacity {
-                return;
+                if now >= entries.next_sweep {
+                    entries.next_sweep = now.saturating_add(SWEEP_EVERY);
+                    entries.sweep(now);
+                }
+                if entries.map.len() >= self.capacity {
+                    entries.refused += 1;
+                    return;
+                }
+            } else if entries.map.len() >= entries.sweep_at {
+                entries.sweep(now);
             }
         }
         let history = self.history;
@@ -161,9 +186,24 @@ impl SealedCache {
         }
     }
 
+    /// Clients kept (some perhaps no longer read, until the next sweep).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().map.len()
+    }
+
     /// Forgets `client` (a reset).
     pub(crate) fn remove(&self, client: &[u8]) {
         self.lock().map.remove(client);
+    }
+}
+
+impl Entries {
+    /// Drops the clients no decision reads any more, and sets the next
+    /// sweep at twice what is left.
+    fn sweep(&mut self, now: i64) {
+        self.map.retain(|_, ring| ring.last_read >= now);
+        self.sweep_at = (2 * self.map.len()).max(FIRST_SWEEP);
     }
 }
 
@@ -205,6 +245,7 @@ mod tests {
         cache.keep(b"a", &[bucket(1, 3, 100 * S)], 0);
         cache.keep(b"b", &[bucket(1, 4, 50 * S)], 0);
         cache.keep(b"c", &[bucket(1, 5, 100 * S)], 0); // full, nothing to sweep
+        assert_eq!(cache.refused(), 1);
         let known = |client: &[u8], now| cache.fill(client, 2, now, &mut [0; 3]).len() == 1;
         assert!(known(b"a", 10 * S));
         assert!(!known(b"c", 10 * S));
@@ -220,5 +261,23 @@ mod tests {
         cache.keep(b"a", &[bucket(1, 3, 100 * S)], 60 * S);
         cache.keep(b"d", &[bucket(1, 6, 100 * S)], 60 * S + 1);
         assert!(!known(b"d", 60 * S + 1));
+    }
+
+    #[test]
+    fn one_shot_clients_leave_the_cache_bounded_by_those_still_read() {
+        // Room for a million clients, but each client is read for 10 s
+        // only: a stream of new clients, one every millisecond, keeps the
+        // cache near the 10,000 still read, not at all the clients seen.
+        let cache = SealedCache::new(1_000_000, 1);
+        let ms = 1_000_000;
+        let mut largest = 0;
+        for i in 0..100_000i64 {
+            let now = i * ms;
+            cache.keep(&i.to_be_bytes(), &[bucket(1, 1, now + 10 * S)], now);
+            largest = largest.max(cache.len());
+        }
+        assert!(largest <= 2 * 10_001 + 1, "{largest} clients kept");
+        assert!(largest >= 10_000, "{largest}: those still read are kept");
+        assert_eq!(cache.refused(), 0);
     }
 }

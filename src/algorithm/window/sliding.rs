@@ -84,11 +84,17 @@ pub const DEFAULT_SUB_WINDOWS: u32 = 4;
 #[derive(Debug, Clone, Copy)]
 pub enum SlidingWindow {}
 
-/// How many sealed buckets a sliding window keeps by default, as whole
-/// clients of `n` buckets each: 65,536 clients with one sub-window, 1,092
-/// with 60. A service with more active clients per process sets
-/// [`sealed_cache`](crate::LimiterBuilder::sealed_cache) to clients × `n`.
-pub const DEFAULT_SEALED_CACHE: usize = 65_536;
+/// How many sealed buckets a sliding window keeps at most by default, as
+/// whole clients of `n` buckets each: 2,097,152 clients with one
+/// sub-window, 524,288 with 4, 34,952 with 60. The cache takes memory only
+/// for the clients it holds, about `16·n + 80` bytes plus the key each, and
+/// drops those no longer read whenever it has doubled, so it follows the
+/// clients seen within a window up to this bound. A service with more
+/// active clients per process than that sets
+/// [`sealed_cache`](crate::LimiterBuilder::sealed_cache) to clients × `n`;
+/// [`LimiterStats::sealed_refused`](crate::LimiterStats::sealed_refused)
+/// counts the clients that did not fit.
+pub const DEFAULT_SEALED_CACHE: usize = 1 << 21;
 
 impl WindowCounter {
     /// The sliding window's engine: `n` sub-windows, with a cache of
