@@ -127,7 +127,7 @@ impl KeySpace {
         let max_raw = MAX_KEY_LEN - self.written.len() - 2 - SUFFIX_RESERVE;
         let mut prefix = KeyBuf::new();
         prefix.push(self.written.as_bytes());
-        prefix.push(b":");
+        prefix.push_byte(b':');
         if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
             prefix.push(id);
         } else {
@@ -146,11 +146,19 @@ impl KeySpace {
 /// A whole key, on the stack.
 pub(crate) type KeyBuf = StackText<MAX_KEY_LEN>;
 
-/// Panics on a suffix this crate's algorithms never write: one holding `_`
-/// or anything but printable ASCII, or one longer than the space kept.
+/// Panics on a suffix longer than the space kept, and in debug builds on
+/// one this crate's algorithms never write: holding `_` or anything but
+/// printable ASCII.
 fn check_suffix(suffix: &[u8]) {
     assert!(
-        suffix.len() < SUFFIX_RESERVE && suffix.iter().all(|&b| is_raw_byte(b) && b != b'_'),
+        suffix.len() < SUFFIX_RESERVE,
+        "key suffix {:?} too long",
+        String::from_utf8_lossy(suffix)
+    );
+    // The suffixes are the algorithms' own constants and dates, checked
+    // by their tests; the length above keeps every key within bounds.
+    debug_assert!(
+        suffix.iter().all(|&b| is_raw_byte(b) && b != b'_'),
         "invalid key suffix {:?}",
         String::from_utf8_lossy(suffix)
     );
@@ -192,9 +200,15 @@ impl ClientKey {
     /// If `suffix` holds `_` or is longer than the space kept for it: the
     /// suffixes are written by this crate's algorithms, so that is a bug.
     pub(crate) fn with_suffix(&self, suffix: &[u8]) -> KeyBuf {
+        self.clone().into_key(suffix)
+    }
+
+    /// [`with_suffix`](Self::with_suffix), written after the prefix in
+    /// place: the key starts with the prefix, `as_bytes().len()` long.
+    pub(crate) fn into_key(self, suffix: &[u8]) -> KeyBuf {
         check_suffix(suffix);
         let mut key = self.prefix;
-        key.push(b"_");
+        key.push_byte(b'_');
         key.push(suffix);
         key
     }

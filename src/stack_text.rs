@@ -37,6 +37,14 @@ impl<const N: usize> StackText<N> {
         self.len = end;
     }
 
+    /// Appends one ASCII byte: a separator, without a copy call.
+    #[inline]
+    pub(crate) fn push_byte(&mut self, byte: u8) {
+        assert!(self.len < N && byte.is_ascii(), "{byte:?} does not fit");
+        self.bytes[self.len] = byte;
+        self.len += 1;
+    }
+
     /// Appends `value` as exactly `width` decimal digits, zero-padded.
     pub(crate) fn push_digits(&mut self, mut value: u32, width: u32) {
         let end = self.len + width as usize;

@@ -6,6 +6,8 @@
 //! `[i * len, (i + 1) * len)` nanoseconds after the epoch), so every process
 //! that shares a store agrees on them without talking to the others.
 
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -24,6 +26,19 @@ pub(crate) struct Buckets {
     /// What the suffix ends with after a `-`: the bucket length unless it
     /// is a minute, then `mom` for packed counters.
     tag: Option<String>,
+    /// Names these buckets' suffixes in [`LAST_SUFFIX`]: one number per
+    /// length, format and tag made, never reused.
+    naming: u64,
+}
+
+/// Numbers the ways of naming buckets, for [`LAST_SUFFIX`].
+static NAMINGS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The suffix this thread wrote last, with its naming and bucket index:
+    /// consecutive decisions mostly fall in the same bucket, so most keys
+    /// reuse it instead of writing the date again.
+    static LAST_SUFFIX: Cell<(u64, i64, Suffix)> = const { Cell::new((u64::MAX, 0, Suffix::new())) };
 }
 
 impl Buckets {
@@ -65,6 +80,7 @@ impl Buckets {
             history,
             format,
             tag,
+            naming: NAMINGS.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -77,6 +93,7 @@ impl Buckets {
         };
         Self {
             tag: Some(tag),
+            naming: NAMINGS.fetch_add(1, Ordering::Relaxed),
             ..self
         }
     }
@@ -130,6 +147,17 @@ impl Buckets {
     /// ([`civil_from_days`]) and the digits written into a buffer on the
     /// stack, with no allocation; a test holds it to chrono's output.
     pub(crate) fn suffix(&self, index: i64) -> Suffix {
+        let (naming, last_index, last) = LAST_SUFFIX.get();
+        if naming == self.naming && last_index == index {
+            return last;
+        }
+        let suffix = self.write_suffix(index);
+        LAST_SUFFIX.set((self.naming, index, suffix));
+        suffix
+    }
+
+    /// [`suffix`](Self::suffix), written out.
+    fn write_suffix(&self, index: i64) -> Suffix {
         let start = self.start(index);
         let mut suffix = Suffix::new();
         let secs = start.div_euclid(1_000_000_000);
@@ -228,6 +256,23 @@ mod tests {
             fast.suffix(fast.index(now + 300_000_000)),
             "20261122071023250-250ms"
         );
+    }
+
+    #[test]
+    fn the_suffix_kept_from_the_last_key_is_only_reused_by_the_same_naming() {
+        let minute = Buckets::new(Duration::from_secs(60), 1, 1).unwrap();
+        let packed = minute.clone().packed();
+        let seconds = Buckets::new(Duration::from_secs(60), 60, 60).unwrap();
+        let index = 29_000_000;
+        for _ in 0..2 {
+            for buckets in [&minute, &packed, &seconds, &minute, &minute] {
+                for index in [index, index, index + 1, index] {
+                    assert_eq!(buckets.suffix(index), buckets.write_suffix(index));
+                }
+            }
+        }
+        assert_eq!(minute.suffix(index), "202502192120");
+        assert_eq!(packed.suffix(index), "202502192120-mom");
     }
 
     #[test]

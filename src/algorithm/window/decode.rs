@@ -9,9 +9,14 @@ use super::moment;
 /// The counts of the buckets read, and for packed counters their offset
 /// sums beside them.
 pub(super) struct Decoded {
-    pub(super) counts: Vec<u64>,
-    pub(super) offsets: Vec<u64>,
+    pub(super) counts: Counts,
+    pub(super) offsets: Counts,
 }
+
+/// One number per bucket a decision weighs, the current one first: inline
+/// up to 8 (a window of up to 7 sub-windows), so that most decisions
+/// allocate nothing for them.
+pub(super) type Counts = smallvec::SmallVec<[u64; 8]>;
 
 impl Decoded {
     /// The window it holds, as the estimate weighs it.
@@ -91,11 +96,11 @@ impl WindowCounter {
 
     /// The counts and offset sums of `checked` counters (the counts in
     /// place).
-    pub(super) fn decode(&self, mut checked: Vec<u64>) -> Decoded {
+    pub(super) fn decode(&self, mut checked: Counts) -> Decoded {
         if !self.estimator.packs() {
             return Decoded {
                 counts: checked,
-                offsets: Vec::new(),
+                offsets: Counts::new(),
             };
         }
         let offsets = checked

@@ -8,10 +8,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
+use super::decode::Counts;
 use super::math::{admits, Position};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
-use super::sealed::{SealedBucket, SealedCache};
+use super::sealed::{Ages, SealedBucket, SealedCache};
 use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::algorithm::settings::{timeout, DeniedRequests, Settings};
 use crate::decision::Decision;
@@ -69,7 +70,7 @@ impl WindowCounter {
             .settings
             .within_deadline(self.settings.store.get_counters(&keys))
             .await?;
-        let checked: Vec<u64> = read
+        let checked: Counts = read
             .iter()
             .zip(&keys)
             .map(|(count, key)| self.checked(count.unwrap_or(0), key))
@@ -103,15 +104,14 @@ impl WindowCounter {
         settings.check_cost(cost, settings.quota.limit())?;
         let client = settings.keys.client(client);
         let index = self.buckets.index(now);
-        let current = self.bucket_key(&client, index);
         let limit = settings.quota.limit();
         let at = Position::of(&self.buckets, now);
         let delta = self.delta(cost, at);
 
         // Older buckets whose final count is known locally are not read,
         // and their keys are not even built.
-        let mut counts = vec![0; self.buckets.history() as usize + 1];
-        let read_ages = match &self.sealed {
+        let mut counts: Counts = smallvec::smallvec![0; self.buckets.history() as usize + 1];
+        let read_ages: Ages = match &self.sealed {
             Some(cache) => cache.fill(client.as_bytes(), index, now, &mut counts),
             None => (1..counts.len()).collect(),
         };
@@ -119,6 +119,8 @@ impl WindowCounter {
             .iter()
             .map(|&age| self.bucket_key(&client, index - age as i64).to_vec())
             .collect();
+        let prefix_len = client.as_bytes().len();
+        let current = client.into_key(&self.buckets.suffix(index));
         let ttl = self.buckets.ttl() + settings.expiry_slack();
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
@@ -158,7 +160,7 @@ impl WindowCounter {
                 .iter()
                 .filter_map(|&age| self.sealed_bucket(index - age as i64, counts[age], now))
                 .collect();
-            cache.keep(client.as_bytes(), &sealed, now);
+            cache.keep(&current[..prefix_len], &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read.

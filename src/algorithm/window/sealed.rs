@@ -58,6 +58,9 @@ struct Ring {
     last_read: i64,
 }
 
+/// Ages of buckets (1 for the one before the current), inline up to 8.
+pub(crate) type Ages = smallvec::SmallVec<[usize; 8]>;
+
 /// A slot holding no bucket.
 const EMPTY: i64 = i64::MIN;
 
@@ -131,13 +134,7 @@ impl SealedCache {
 
     /// Fills `counts[age]` for each `age` in `1..counts.len()` whose bucket
     /// (`current - age`) is known, and returns the ages that are not.
-    pub(crate) fn fill(
-        &self,
-        client: &[u8],
-        current: i64,
-        now: i64,
-        counts: &mut [u64],
-    ) -> Vec<usize> {
+    pub(crate) fn fill(&self, client: &[u8], current: i64, now: i64, counts: &mut [u64]) -> Ages {
         let entries = self.lock();
         let ring = entries.map.get(client).filter(|ring| ring.last_read >= now);
         (1..counts.len())
@@ -227,14 +224,17 @@ mod tests {
         cache.keep(b"a", &[bucket(8, 3, 100 * S), bucket(6, 5, 100 * S)], 0);
         let mut counts = [0; 5];
         // Current bucket 10: ages 1..=4 are buckets 9, 8, 7, 6.
-        assert_eq!(cache.fill(b"a", 10, 0, &mut counts), vec![1, 3]);
+        assert_eq!(cache.fill(b"a", 10, 0, &mut counts).as_slice(), [1, 3]);
         assert_eq!(counts, [0, 0, 3, 0, 5]);
         // Another client knows nothing.
-        assert_eq!(cache.fill(b"b", 10, 0, &mut [0; 5]), vec![1, 2, 3, 4]);
+        assert_eq!(
+            cache.fill(b"b", 10, 0, &mut [0; 5]).as_slice(),
+            [1, 2, 3, 4]
+        );
         // A slot refilled for a newer bucket no longer answers for the old.
         cache.keep(b"a", &[bucket(12, 7, 100 * S)], 0);
         let mut counts = [0; 5];
-        assert_eq!(cache.fill(b"a", 13, 0, &mut counts), vec![2, 3, 4]);
+        assert_eq!(cache.fill(b"a", 13, 0, &mut counts).as_slice(), [2, 3, 4]);
         assert_eq!(counts[1], 7);
     }
 
