@@ -16,6 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::key::KeyHasher;
+
 /// Final counts of sealed buckets, by client, each kept until the last
 /// moment any decision reads it.
 #[derive(Debug)]
@@ -29,7 +31,9 @@ pub(crate) struct SealedCache {
 
 #[derive(Debug)]
 struct Entries {
-    map: HashMap<Box<[u8]>, Ring>,
+    /// By client prefix, hashed with a random seed as the store's keys are,
+    /// so ids chosen by clients cannot be made to collide.
+    map: HashMap<Box<[u8]>, Ring, KeyHasher>,
     /// The size at which the map is next swept for entries no longer
     /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
     /// sweeping costs O(1) per insert and the map holds at most about
@@ -48,12 +52,12 @@ const SWEEP_EVERY: i64 = 1_000_000_000;
 /// The map's size at its first sweep.
 const FIRST_SWEEP: usize = 1_024;
 
-/// One client's sealed buckets: slot `index mod history` holds the count
-/// of bucket `index`, if that is the bucket it was filled for.
+/// One client's sealed buckets: slot `index mod history` holds the index
+/// and count of bucket `index`, if that is the bucket it was filled for.
+/// Each slot keeps both side by side, so a lookup touches one allocation.
 #[derive(Debug)]
 struct Ring {
-    indexes: Box<[i64]>,
-    counts: Box<[u64]>,
+    slots: Box<[(i64, u64)]>,
     /// Unix nanoseconds after which no decision reads any of these buckets.
     last_read: i64,
 }
@@ -67,25 +71,23 @@ const EMPTY: i64 = i64::MIN;
 impl Ring {
     fn new(history: usize) -> Self {
         Self {
-            indexes: vec![EMPTY; history].into_boxed_slice(),
-            counts: vec![0; history].into_boxed_slice(),
+            slots: vec![(EMPTY, 0); history].into_boxed_slice(),
             last_read: i64::MIN,
         }
     }
 
     fn slot(&self, index: i64) -> usize {
-        index.rem_euclid(self.indexes.len() as i64) as usize
+        index.rem_euclid(self.slots.len() as i64) as usize
     }
 
     fn get(&self, index: i64) -> Option<u64> {
-        let slot = self.slot(index);
-        (self.indexes[slot] == index).then(|| self.counts[slot])
+        let (held, count) = self.slots[self.slot(index)];
+        (held == index).then_some(count)
     }
 
     fn put(&mut self, index: i64, count: u64, last_read: i64) {
         let slot = self.slot(index);
-        self.indexes[slot] = index;
-        self.counts[slot] = count;
+        self.slots[slot] = (index, count);
         self.last_read = self.last_read.max(last_read);
     }
 }
@@ -108,7 +110,7 @@ impl SealedCache {
             history,
             capacity: (buckets / history).max(1),
             entries: Mutex::new(Entries {
-                map: HashMap::new(),
+                map: HashMap::with_hasher(KeyHasher::random()),
                 sweep_at: FIRST_SWEEP,
                 next_sweep: i64::MIN,
                 refused: 0,
