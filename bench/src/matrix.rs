@@ -19,10 +19,10 @@ use clap::{CommandFactory, Parser};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
-use memcache_ratelimit::{Error, RateLimiter};
+use memcache_ratelimit::{Error, MemcachedStore, RateLimiter};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The in-flight level of the ratios over the raw baseline.
@@ -132,14 +132,19 @@ impl Kind {
 enum Target {
     Raw(AsyncMetaClient),
     Ceiling(AsyncMetaClient),
-    Limiter(Arc<RateLimiter>),
+    /// The limiter, and its store, whose pipeline counts its round trips.
+    Limiter(Arc<RateLimiter>, Arc<MemcachedStore>),
 }
 
 struct WorkerResult {
     counts: Counts,
-    histogram: Histogram<u64>,
     first_error: Option<String>,
 }
+
+/// The latencies of a run: one histogram all its workers record into. A
+/// histogram per worker would be 1,024 copies of 220 KB at 1,024 in
+/// flight, whose cache misses the client then pays on every decision.
+type Latencies = Arc<Mutex<Histogram<u64>>>;
 
 /// One run's outcome.
 struct RunResult {
@@ -151,6 +156,9 @@ struct RunResult {
     first_error: Option<String>,
     /// CPU time on both sides, per decision.
     cost: PerDecision,
+    /// memcached operations per round trip (a batch written at once), for
+    /// the limiters; the raw cases set their own.
+    ops_per_trip: Option<f64>,
 }
 
 struct CaseResult {
@@ -184,18 +192,26 @@ async fn worker(
     hot: Option<Vec<u8>>,
     seed: u64,
     end: Instant,
+    latencies: Latencies,
 ) -> WorkerResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut result = WorkerResult {
         counts: Counts::default(),
-        histogram: new_histogram(),
         first_error: None,
     };
-    let pick = |rng: &mut StdRng| -> Vec<u8> {
+    // The id by reference: no copy per request.
+    let pick = |rng: &mut StdRng| -> &[u8] {
         match &hot {
-            Some(key) => key.clone(),
-            None => keys[rng.random_range(0..keys.len())].clone(),
+            Some(key) => key,
+            None => &keys[rng.random_range(0..keys.len())],
         }
+    };
+    let record = |elapsed: Duration, count: u64| {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        latencies
+            .lock()
+            .expect("no worker panics holding it")
+            .saturating_record_n(nanos.max(1), count);
     };
     while Instant::now() < end {
         match target.as_ref() {
@@ -203,13 +219,13 @@ async fn worker(
                 let key = pick(&mut rng);
                 let start = Instant::now();
                 let outcome = client
-                    .increment(&key)
+                    .increment(key)
                     .delta(1)
                     .initial(1, RAW_TTL)
                     .send()
                     .await;
                 let elapsed = start.elapsed();
-                record(&mut result.histogram, elapsed, 1);
+                record(elapsed, 1);
                 match outcome {
                     Ok(_) => result.counts.allowed += 1,
                     Err(error) => {
@@ -220,7 +236,11 @@ async fn worker(
             }
             Target::Ceiling(client) => {
                 let batch: Vec<Op> = (0..CEILING_BATCH)
-                    .map(|_| Arithmetic::new(pick(&mut rng)).initial(1, RAW_TTL).into())
+                    .map(|_| {
+                        Arithmetic::new(pick(&mut rng).to_vec())
+                            .initial(1, RAW_TTL)
+                            .into()
+                    })
                     .collect();
                 let start = Instant::now();
                 let outcome = client.run_batch(batch).await;
@@ -228,7 +248,7 @@ async fn worker(
                 match outcome {
                     Ok(results) => {
                         // Each increment waited as long as its batch.
-                        record(&mut result.histogram, elapsed, results.len() as u64);
+                        record(elapsed, results.len() as u64);
                         for one in results {
                             match one {
                                 Ok(_) => result.counts.allowed += 1,
@@ -245,14 +265,14 @@ async fn worker(
                     }
                 }
             }
-            Target::Limiter(limiter) => {
+            Target::Limiter(limiter, _) => {
                 let key = pick(&mut rng);
                 let start = Instant::now();
-                let outcome = limiter.check(&key).await;
+                let outcome = limiter.check(key).await;
                 let elapsed = start.elapsed();
                 match outcome {
                     Ok(decision) => {
-                        record(&mut result.histogram, elapsed, 1);
+                        record(elapsed, 1);
                         if decision.is_allowed() {
                             result.counts.allowed += 1;
                         } else {
@@ -271,11 +291,6 @@ async fn worker(
     result
 }
 
-fn record(histogram: &mut Histogram<u64>, elapsed: Duration, count: u64) {
-    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-    histogram.saturating_record_n(nanos.max(1), count);
-}
-
 /// One run of `seconds` at `in_flight`: every request for `hot` if given,
 /// else for a random one of `keys`.
 async fn one_run(
@@ -287,6 +302,12 @@ async fn one_run(
     seconds: f64,
     seed: u64,
 ) -> RunResult {
+    let pipeline = || match target.as_ref() {
+        Target::Limiter(_, store) => Some(store.pipeline_stats()),
+        _ => None,
+    };
+    let trips_before = pipeline();
+    let latencies: Latencies = Arc::new(Mutex::new(new_histogram()));
     let meter = Meter::start(address);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
@@ -298,15 +319,14 @@ async fn one_run(
                 hot.clone(),
                 seed.wrapping_mul(1_000_003).wrapping_add(index as u64),
                 end,
+                Arc::clone(&latencies),
             ))
         })
         .collect();
-    let mut histogram = new_histogram();
     let mut counts = Counts::default();
     let mut first_error = None;
     for handle in handles {
         let result = handle.await.expect("worker panicked");
-        histogram.add(&result.histogram).expect("same bounds");
         counts.add(result.counts);
         if first_error.is_none() {
             first_error = result.first_error;
@@ -314,9 +334,15 @@ async fn one_run(
     }
     let elapsed = start.elapsed().as_secs_f64();
     let cost = meter.finish(address, counts.decisions());
+    let ops_per_trip = trips_before.zip(pipeline()).and_then(|(before, after)| {
+        let batches = after.batches - before.batches;
+        (batches > 0).then(|| (after.ops - before.ops) as f64 / batches as f64)
+    });
+    let histogram = latencies.lock().expect("no worker panicked holding it");
     let micros = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1_000.0;
     RunResult {
         cost,
+        ops_per_trip,
         per_second: counts.decisions() as f64 / elapsed,
         p50: micros(0.5),
         p99: micros(0.99),
@@ -346,7 +372,8 @@ async fn target(kind: Kind, address: &str) -> Target {
         // cache for the clients it sees within a window.
         sealed_clients: Some(MANY_CLIENTS),
     };
-    Target::Limiter(algorithm.build(store(address, IO_TIMEOUT).await, setup))
+    let store = store(address, IO_TIMEOUT).await;
+    Target::Limiter(algorithm.build(store.clone(), setup), store)
 }
 
 /// Runs the benchmark as `args` say, printing its report on stdout and
@@ -539,10 +566,28 @@ pub fn run(mut args: Args) {
     println!("\nTotal time: {:.0} s.", started.elapsed().as_secs_f64());
 }
 
+/// The median of a case's operations per round trip: a limiter's from its
+/// store's pipeline; the raw ceiling's is its batch; the raw baseline's is
+/// the raw client's own, not counted.
+fn ops_per_trip(case: &CaseResult) -> String {
+    match case.kind {
+        Kind::RawCeiling => format!("{CEILING_BATCH}"),
+        Kind::RawBaseline => "–".to_owned(),
+        Kind::Limiter(_) => {
+            let trips: Vec<f64> = case.runs.iter().filter_map(|r| r.ops_per_trip).collect();
+            if trips.is_empty() {
+                "–".to_owned()
+            } else {
+                format!("{:.1}", median(trips))
+            }
+        }
+    }
+}
+
 fn print_table(mode: Mode, results: &[CaseResult]) {
     println!("## {}\n", mode.title());
-    println!("| case | in flight | decisions/s (median) | p50 µs | p99 µs | p999 µs | client CPU µs/decision | memcached CPU µs/decision | decisions/s per run | allowed | denied | contention errors | other errors |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
+    println!("| case | in flight | decisions/s (median) | p50 µs | p99 µs | p999 µs | client CPU µs/decision | memcached CPU µs/decision | ops per round trip | decisions/s per run | allowed | denied | contention errors | other errors |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
     for case in results {
         let mut counts = Counts::default();
         for run in &case.runs {
@@ -554,7 +599,7 @@ fn print_table(mode: Mode, results: &[CaseResult]) {
             .map(|run| format!("{:.0}", run.per_second))
             .collect();
         println!(
-            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} | {:.1} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} |",
             case.kind.name(),
             case.in_flight,
             case.median(|r| r.per_second),
@@ -563,6 +608,7 @@ fn print_table(mode: Mode, results: &[CaseResult]) {
             case.median(|r| r.p999),
             case.median(|r| r.cost.client_us),
             case.median(|r| r.cost.server_us),
+            ops_per_trip(case),
             per_run.join(", "),
             counts.allowed,
             counts.denied,
@@ -688,7 +734,7 @@ async fn fill(target: &Arc<Target>, keys: &Arc<Vec<Vec<u8>>>) -> u64 {
                             .send()
                             .await
                             .is_ok(),
-                        Target::Limiter(limiter) => limiter
+                        Target::Limiter(limiter, _) => limiter
                             .check(key)
                             .await
                             .map(|d| d.is_allowed())
