@@ -236,11 +236,7 @@ async fn worker(
             }
             Target::Ceiling(client) => {
                 let batch: Vec<Op> = (0..CEILING_BATCH)
-                    .map(|_| {
-                        Arithmetic::new(pick(&mut rng).to_vec())
-                            .initial(1, RAW_TTL)
-                            .into()
-                    })
+                    .map(|_| Arithmetic::new(pick(&mut rng)).initial(1, RAW_TTL).into())
                     .collect();
                 let start = Instant::now();
                 let outcome = client.run_batch(batch).await;
