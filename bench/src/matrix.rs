@@ -35,6 +35,7 @@ fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
     match kind {
         Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
         Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
+        Kind::RawGet => false,
         Kind::Limiter(Case(Algorithm::SlidingWindow { .. }, _)) => true,
         Kind::Limiter(_) => false,
     }
@@ -102,12 +103,15 @@ pub struct Args {
 enum Kind {
     RawBaseline,
     RawCeiling,
+    /// A bare `mg` of a key that is not there: the cheapest round trip,
+    /// the latency a decision is compared with at one in flight.
+    RawGet,
     Limiter(Case),
 }
 
 /// The baselines, then every algorithm but the hybrid quota.
 fn kinds() -> Vec<Kind> {
-    [Kind::RawBaseline, Kind::RawCeiling]
+    [Kind::RawBaseline, Kind::RawCeiling, Kind::RawGet]
         .into_iter()
         .chain(
             Case::ALL
@@ -123,6 +127,7 @@ impl Kind {
         match self {
             Kind::RawBaseline => "raw baseline".into(),
             Kind::RawCeiling => "raw ceiling (100/batch)".into(),
+            Kind::RawGet => "raw get (mg)".into(),
             Kind::Limiter(algorithm) => algorithm.name(),
         }
     }
@@ -132,6 +137,7 @@ impl Kind {
 enum Target {
     Raw(AsyncMetaClient),
     Ceiling(AsyncMetaClient),
+    Get(AsyncMetaClient),
     /// The limiter, and its store, whose pipeline counts its round trips.
     Limiter(Arc<RateLimiter>, Arc<MemcachedStore>),
 }
@@ -226,6 +232,19 @@ async fn worker(
                     .await;
                 let elapsed = start.elapsed();
                 record(elapsed, 1);
+                match outcome {
+                    Ok(_) => result.counts.allowed += 1,
+                    Err(error) => {
+                        result.counts.errors += 1;
+                        result.first_error.get_or_insert_with(|| error.to_string());
+                    }
+                }
+            }
+            Target::Get(client) => {
+                let key = pick(&mut rng);
+                let start = Instant::now();
+                let outcome = client.get(key).send().await;
+                record(start.elapsed(), 1);
                 match outcome {
                     Ok(_) => result.counts.allowed += 1,
                     Err(error) => {
@@ -351,7 +370,7 @@ async fn one_run(
 /// Raw cases write their own keys; limiters add their namespace.
 fn key_prefix(kind: Kind) -> &'static str {
     match kind {
-        Kind::RawBaseline | Kind::RawCeiling => "raw:",
+        Kind::RawBaseline | Kind::RawCeiling | Kind::RawGet => "raw:",
         _ => "",
     }
 }
@@ -360,6 +379,7 @@ async fn target(kind: Kind, address: &str) -> Target {
     let algorithm = match kind {
         Kind::RawBaseline => return Target::Raw(raw_client(address, IO_TIMEOUT).await),
         Kind::RawCeiling => return Target::Ceiling(raw_client(address, IO_TIMEOUT).await),
+        Kind::RawGet => return Target::Get(raw_client(address, IO_TIMEOUT).await),
         Kind::Limiter(algorithm) => algorithm,
     };
     let setup = Setup {
@@ -554,6 +574,7 @@ pub fn run(mut args: Args) {
     bar.finish_and_clear();
     if !args.memory_only {
         print_ratios(&results);
+        print_latency_at_one(&results);
     }
 
     if let (false, Some(binary)) = (args.no_memory, &binary) {
@@ -568,7 +589,7 @@ pub fn run(mut args: Args) {
 fn ops_per_trip(case: &CaseResult) -> String {
     match case.kind {
         Kind::RawCeiling => format!("{CEILING_BATCH}"),
-        Kind::RawBaseline => "–".to_owned(),
+        Kind::RawBaseline | Kind::RawGet => "–".to_owned(),
         Kind::Limiter(_) => {
             let trips: Vec<f64> = case.runs.iter().filter_map(|r| r.ops_per_trip).collect();
             if trips.is_empty() {
@@ -664,6 +685,42 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
     println!();
 }
 
+/// At one request in flight, each case's latency over a bare `mg`'s in the
+/// same mode and run: what a decision adds to the round trip it cannot
+/// avoid.
+fn print_latency_at_one(results: &[(Mode, Vec<CaseResult>)]) {
+    let at_one = |cases: &[CaseResult], kind: Kind| {
+        cases
+            .iter()
+            .find(|case| case.kind == kind && case.in_flight == 1)
+            .map(|case| (case.median(|r| r.p50), case.median(|r| r.p99)))
+    };
+    for (mode, cases) in results {
+        let Some((get_p50, get_p99)) = at_one(cases, Kind::RawGet) else {
+            continue;
+        };
+        println!(
+            "## Latency at one request in flight over a bare `mg` ({}): p50 {get_p50:.1} µs, p99 {get_p99:.1} µs\n",
+            mode.title()
+        );
+        println!("| case | p50 µs | p50 / mg | p99 µs | p99 / mg |");
+        println!("|---|---:|---:|---:|---:|");
+        for case in cases.iter().filter(|case| case.in_flight == 1) {
+            if case.kind == Kind::RawGet {
+                continue;
+            }
+            let (p50, p99) = (case.median(|r| r.p50), case.median(|r| r.p99));
+            println!(
+                "| {} | {p50:.1} | {:.3} | {p99:.1} | {:.3} |",
+                case.kind.name(),
+                p50 / get_p50,
+                p99 / get_p99
+            );
+        }
+        println!();
+    }
+}
+
 /// Bytes per client: a fresh memcached per algorithm, one allowed decision
 /// for each of 100,000 client ids, `stats` before and after.
 fn print_memory(
@@ -679,7 +736,7 @@ bytes per item is the figure to read.\n");
     println!("| case | bytes before | bytes after | bytes per client | items before | items after | items per client | bytes per item |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for &kind in kinds {
-        if kind == Kind::RawCeiling {
+        if matches!(kind, Kind::RawCeiling | Kind::RawGet) {
             continue; // the same items as the raw baseline
         }
         let server = Memcached::start(binary, placement.pin_server);
@@ -723,13 +780,15 @@ async fn fill(target: &Arc<Target>, keys: &Arc<Vec<Vec<u8>>>) -> u64 {
                 for id in mine {
                     let key = &keys[id];
                     let ok = match target.as_ref() {
-                        Target::Raw(client) | Target::Ceiling(client) => client
-                            .increment(key)
-                            .delta(1)
-                            .initial(1, RAW_TTL)
-                            .send()
-                            .await
-                            .is_ok(),
+                        Target::Raw(client) | Target::Ceiling(client) | Target::Get(client) => {
+                            client
+                                .increment(key)
+                                .delta(1)
+                                .initial(1, RAW_TTL)
+                                .send()
+                                .await
+                                .is_ok()
+                        }
                         Target::Limiter(limiter, _) => limiter
                             .check(key)
                             .await
