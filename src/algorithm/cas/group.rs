@@ -13,6 +13,13 @@ use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STA
 use crate::decision::Decision;
 use crate::store::{PutCondition, PutOutcome};
 
+/// How long past the lifetime it was written with a state is still
+/// thought to be stored: memcached counts lifetimes in whole seconds on
+/// a clock of its own that ticks once a second, so an item can outlive
+/// its lifetime by up to about a second. Misjudging it only costs a write
+/// that fails and a read.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(2);
+
 impl<C: CasCore> Engine<C> {
     /// The optimistic loop for one group: read, decide every member in
     /// order (a refund among them is applied in its turn, on the state the
@@ -75,7 +82,10 @@ impl<C: CasCore> Engine<C> {
                     return Ok(self.combined(decided));
                 }
             };
-            if self.write(key, last, ttl, condition).await? {
+            if self
+                .write(key, last, ttl, condition, group[0].ask.now)
+                .await?
+            {
                 return Ok(self.combined(decided));
             }
             self.counters.bump(CONFLICTS);
@@ -102,11 +112,16 @@ impl<C: CasCore> Engine<C> {
 
     /// Decides `group` on the state this limiter last saw at `key`, if it
     /// knows it, and writes the result on its version, without reading
-    /// first. `None` when the group needs a read after all: the state is
-    /// not known, the group would write nothing (its answers must then come
-    /// from the state as stored), the known state needs a repair (the read
-    /// path does it, and counts it), or the write found the state changed
-    /// (anyone wrote since, or it expired).
+    /// first. A state this limiter wrote whose lifetime in the store has
+    /// passed ([`EXPIRY_MARGIN`] included) is taken as gone: the group is
+    /// decided on no state and written only if the key is still absent, so
+    /// a client returning after its state expired costs one store call, not
+    /// a read that misses and then a write. `None` when the group needs a
+    /// read after all: the state is not known, the group would write
+    /// nothing (its answers must then come from the state as stored), the
+    /// known state needs a repair (the read path does it, and counts it),
+    /// or the write found the state changed (anyone wrote since, it
+    /// expired, or it was still there).
     async fn decide_on_known(
         &self,
         key: &[u8],
@@ -119,20 +134,27 @@ impl<C: CasCore> Engine<C> {
         if !self.known.worth_trying() {
             return Ok(None);
         }
-        let Some((mut state, version)) = self.known.read(key) else {
+        let Some((mut state, version, expires_at)) = self.known.read(key) else {
             return Ok(None);
         };
-        if self.core.repair(&mut state, first.ask.now, self.skew) {
-            return Ok(None);
-        }
-        let (state, ttl, decided) = self.apply(Some(state), group);
+        let now = first.ask.now;
+        let gone = expires_at
+            .checked_add(EXPIRY_MARGIN.as_nanos() as i64)
+            .is_some_and(|gone_at| now > gone_at);
+        let (known, condition) = if gone {
+            (None, PutCondition::Absent)
+        } else {
+            if self.core.repair(&mut state, now, self.skew) {
+                return Ok(None);
+            }
+            (Some(state), PutCondition::Version(version))
+        };
+        let (state, ttl, decided) = self.apply(known, group);
         let (Some(ttl), Some(last)) = (ttl, state) else {
             return Ok(None);
         };
         self.counters.bump(KNOWN);
-        let stored = self
-            .write(key, last, ttl, PutCondition::Version(version))
-            .await?;
+        let stored = self.write(key, last, ttl, condition, now).await?;
         self.known.tried(!stored);
         if stored {
             return Ok(Some(self.combined(decided)));
@@ -142,25 +164,31 @@ impl<C: CasCore> Engine<C> {
     }
 
     /// Writes `state` at `key` with a lifetime of `ttl` (plus the slack)
-    /// if `condition` holds; true when it wrote. The known state follows
-    /// what is stored: the state written with its new version, or nothing
-    /// when the write did not go through, its outcome is unknown, or the
-    /// store told no version.
+    /// if `condition` holds, at `now`; true when it wrote. The known state
+    /// follows what is stored: the state written with its new version and
+    /// the moment the store drops it, or nothing when the write did not go
+    /// through, its outcome is unknown, or the store told no version.
     async fn write(
         &self,
         key: &[u8],
         state: C::State,
         ttl: Duration,
         condition: PutCondition,
+        now: i64,
     ) -> Result<bool, Failure> {
+        let lifetime = ttl + self.slack;
         let value = self.core.encode(&state);
         let written = self
             .store()
-            .put_versioned(key, &value, ttl + self.slack, condition)
+            .put_versioned(key, &value, lifetime, condition)
             .await;
         match written {
             Ok((PutOutcome::Stored, Some(version))) => {
-                self.known.remember(key, state, version);
+                let expires_at = i64::try_from(lifetime.as_nanos())
+                    .ok()
+                    .and_then(|nanos| now.checked_add(nanos))
+                    .unwrap_or(i64::MAX);
+                self.known.remember_until(key, state, version, expires_at);
                 Ok(true)
             }
             Ok((outcome, _)) => {

@@ -71,6 +71,9 @@ struct Entry<S> {
     key: Box<[u8]>,
     state: S,
     version: u64,
+    /// When the store drops the item, as the limiter's clock reads it
+    /// (unix nanoseconds), if the limiter wrote it; `i64::MAX` if unknown.
+    expires_at: i64,
 }
 
 #[derive(Debug)]
@@ -177,20 +180,27 @@ impl<S: Clone> KnownStates<S> {
         Some((hash, shard))
     }
 
-    /// The known state of `key`, with its version.
-    pub(super) fn read(&self, key: &[u8]) -> Option<(S, u64)> {
+    /// The known state of `key`, with its version and when the store drops
+    /// it (`i64::MAX` if not known).
+    pub(super) fn read(&self, key: &[u8]) -> Option<(S, u64, i64)> {
         let (hash, shard) = self.shard(key)?;
         let matches = |entry: &Entry<S>| entry.hash == hash && *entry.key == *key;
         let known = shard
             .current
             .find(hash, matches)
             .or_else(|| shard.previous.find(hash, matches))?;
-        Some((known.state.clone(), known.version))
+        Some((known.state.clone(), known.version, known.expires_at))
     }
 
-    /// Remembers `state`, stored at `version`, as the state of `key`; an
-    /// entry already there is overwritten in place.
+    /// Remembers `state`, stored at `version`, as the state of `key`, with
+    /// no known lifetime; an entry already there is overwritten in place.
     pub(super) fn remember(&self, key: &[u8], state: S, version: u64) {
+        self.remember_until(key, state, version, i64::MAX);
+    }
+
+    /// [`remember`](Self::remember), for a state the store drops at
+    /// `expires_at` (unix nanoseconds, the limiter's clock).
+    pub(super) fn remember_until(&self, key: &[u8], state: S, version: u64, expires_at: i64) {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
@@ -198,6 +208,7 @@ impl<S: Clone> KnownStates<S> {
         if let Some(known) = shard.current.find_mut(hash, matches) {
             known.state = state;
             known.version = version;
+            known.expires_at = expires_at;
             return;
         }
         // Known in the previous generation: moved to the current one.
@@ -210,6 +221,7 @@ impl<S: Clone> KnownStates<S> {
             key,
             state,
             version,
+            expires_at,
         };
         let shared = self.shared.as_ref().filter(|_| new);
         let shared_full = shared.is_some_and(SharedKnownStates::full);
@@ -276,7 +288,7 @@ mod tests {
     use super::*;
 
     fn read(states: &KnownStates<Vec<u8>>, key: &[u8]) -> Option<(Vec<u8>, u64)> {
-        states.read(key)
+        states.read(key).map(|(state, version, _)| (state, version))
     }
 
     #[test]

@@ -136,3 +136,48 @@ async fn many_limiters_sharing_keys_admit_exactly_the_limit() {
     let stale: u64 = limiters.iter().map(|limiter| limiter.stats().stale).sum();
     assert!(stale > 0, "the limiters never wrote over each other");
 }
+
+#[tokio::test]
+async fn a_state_past_its_lifetime_is_written_anew_without_a_read() {
+    use crate::clock::Clock;
+    use crate::ManualClock;
+    let clock = ManualClock::from_unix_secs(1_000_000);
+    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+    let one = limiter_on(store.clone(), Count { limit: 10 });
+    let other = limiter_on(store.clone(), Count { limit: 10 });
+    let at = |clock: &ManualClock| clock.unix_nanos().unwrap();
+    let step = |limiter: &Arc<CasLimiter<Count>>, cost, now| {
+        let limiter = Arc::clone(limiter);
+        async move {
+            let (decision, _) = limiter.step(b"c", cost, now, Duration::ZERO).await.unwrap();
+            decision.is_allowed().then(|| decision.remaining())
+        }
+    };
+    assert_eq!(step(&one, 4, at(&clock)).await, Some(6));
+    // Written for 60 s plus the slack of 11 s; 2 s of margin after that.
+    clock.advance(Duration::from_secs(74));
+    assert_eq!(step(&one, 1, at(&clock)).await, Some(9));
+    let calls = store.calls();
+    assert_eq!(
+        (calls.gets, calls.puts),
+        (1, 2),
+        "no read for the expired state"
+    );
+    assert_eq!(one.stats().known, 1);
+
+    // Gone again, but another process wrote the key meanwhile: the write
+    // as new fails, and the decision is made on what that process wrote.
+    clock.advance(Duration::from_secs(74));
+    assert_eq!(step(&other, 7, at(&clock)).await, Some(3));
+    assert_eq!(step(&one, 2, at(&clock)).await, Some(1));
+    let stats = one.stats();
+    assert_eq!((stats.known, stats.stale), (2, 1));
+    assert_eq!(
+        store.get(&one.key(b"c")).await.unwrap().unwrap().value,
+        b"9"
+    );
+
+    // Within its lifetime and the margin, a state is still believed stored.
+    assert_eq!(step(&one, 1, at(&clock) + 72_000_000_000).await, Some(0));
+    assert_eq!(one.stats().stale, 1);
+}
