@@ -140,7 +140,7 @@ impl LimiterBuilder<SlidingWindow> {
     /// longer read are dropped each time the cache has doubled). With more
     /// active clients than that, the clients that do not fit read their
     /// sealed buckets again each time, and
-    /// [`LimiterStats::sealed_refused`](crate::LimiterStats::sealed_refused)
+    /// [`LimiterStats::sealed_refused`](crate::limiter::LimiterStats::sealed_refused)
     /// counts them: size it to the clients one process sees within a
     /// window. The cache assumes time
     /// moves forward: replaying events out of order with

@@ -20,7 +20,7 @@ struct Args {
     /// Where gungraun saved the benchmark's results.
     #[arg(
         long,
-        default_value = "target/gungraun/memcache-ratelimit-bench/instructions/traces"
+        default_value = "target/gungraun/memcache-ratelimit-bench/instructions/harness/traces"
     )]
     dir: PathBuf,
 }

@@ -3,7 +3,7 @@
 //! decoded and checked, and the window the estimate weighs.
 
 use super::engine::WindowCounter;
-use super::math::{verdict, Position, Verdict, Window};
+use super::math::{verdict, Counts, Position, Verdict, Window};
 use super::moment;
 
 /// The counts of the buckets read, and for packed counters their offset
@@ -12,11 +12,6 @@ pub(super) struct Decoded {
     pub(super) counts: Counts,
     pub(super) offsets: Counts,
 }
-
-/// One number per bucket a decision weighs, the current one first: inline
-/// up to 8 (a window of up to 7 sub-windows), so that most decisions
-/// allocate nothing for them.
-pub(super) type Counts = smallvec::SmallVec<[u64; 8]>;
 
 impl Decoded {
     /// The window it holds, as the estimate weighs it.

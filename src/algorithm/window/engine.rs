@@ -8,8 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::buckets::Buckets;
-use super::decode::Counts;
-use super::math::{admits, Position};
+use super::math::{admits, Counts, Position};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{Ages, SealedBucket, SealedCache};

@@ -24,6 +24,11 @@ use std::time::Duration;
 use super::buckets::Buckets;
 use super::moment::{inside_scaled, Estimator};
 
+/// One number per bucket a decision weighs, the current one first: inline
+/// up to 8 (a window of up to 7 sub-windows), so that most decisions
+/// allocate nothing for them.
+pub(super) type Counts = smallvec::SmallVec<[u64; 8]>;
+
 /// The buckets a decision reads, newest first: their counts, and with a
 /// moment estimator their offset sums, by which the oldest is weighed.
 #[derive(Debug, Clone, Copy)]

@@ -92,7 +92,7 @@ pub enum SlidingWindow {}
 /// clients seen within a window up to this bound. A service with more
 /// active clients per process than that sets
 /// [`sealed_cache`](crate::LimiterBuilder::sealed_cache) to clients × `n`;
-/// [`LimiterStats::sealed_refused`](crate::LimiterStats::sealed_refused)
+/// [`LimiterStats::sealed_refused`](crate::limiter::LimiterStats::sealed_refused)
 /// counts the clients that did not fit.
 pub const DEFAULT_SEALED_CACHE: usize = 1 << 21;
 
