@@ -147,6 +147,22 @@ struct WorkerResult {
     first_error: Option<String>,
 }
 
+impl WorkerResult {
+    /// Counts `errors` failed requests, keeping the first error's text.
+    fn failed(&mut self, errors: u64, error: impl std::fmt::Display) {
+        self.counts.errors += errors;
+        self.first_error.get_or_insert_with(|| error.to_string());
+    }
+
+    /// Counts one bare request: allowed if it was answered.
+    fn answered<T, E: std::fmt::Display>(&mut self, outcome: Result<T, E>) {
+        match outcome {
+            Ok(_) => self.counts.allowed += 1,
+            Err(error) => self.failed(1, error),
+        }
+    }
+}
+
 /// The latencies of a run: one histogram all its workers record into. A
 /// histogram per worker would be 1,024 copies of 220 KB at 1,024 in
 /// flight, whose cache misses the client then pays on every decision.
@@ -230,28 +246,15 @@ async fn worker(
                     .initial(1, RAW_TTL)
                     .send()
                     .await;
-                let elapsed = start.elapsed();
-                record(elapsed, 1);
-                match outcome {
-                    Ok(_) => result.counts.allowed += 1,
-                    Err(error) => {
-                        result.counts.errors += 1;
-                        result.first_error.get_or_insert_with(|| error.to_string());
-                    }
-                }
+                record(start.elapsed(), 1);
+                result.answered(outcome);
             }
             Target::Get(client) => {
                 let key = pick(&mut rng);
                 let start = Instant::now();
                 let outcome = client.get(key).send().await;
                 record(start.elapsed(), 1);
-                match outcome {
-                    Ok(_) => result.counts.allowed += 1,
-                    Err(error) => {
-                        result.counts.errors += 1;
-                        result.first_error.get_or_insert_with(|| error.to_string());
-                    }
-                }
+                result.answered(outcome);
             }
             Target::Ceiling(client) => {
                 let batch: Vec<Op> = (0..CEILING_BATCH)
@@ -265,19 +268,10 @@ async fn worker(
                         // Each increment waited as long as its batch.
                         record(elapsed, results.len() as u64);
                         for one in results {
-                            match one {
-                                Ok(_) => result.counts.allowed += 1,
-                                Err(error) => {
-                                    result.counts.errors += 1;
-                                    result.first_error.get_or_insert_with(|| error.to_string());
-                                }
-                            }
+                            result.answered(one);
                         }
                     }
-                    Err(error) => {
-                        result.counts.errors += CEILING_BATCH as u64;
-                        result.first_error.get_or_insert_with(|| error.to_string());
-                    }
+                    Err(error) => result.failed(CEILING_BATCH as u64, error),
                 }
             }
             Target::Limiter(limiter, _) => {
@@ -295,10 +289,7 @@ async fn worker(
                         }
                     }
                     Err(Error::Contention { .. }) => result.counts.contention += 1,
-                    Err(error) => {
-                        result.counts.errors += 1;
-                        result.first_error.get_or_insert_with(|| error.to_string());
-                    }
+                    Err(error) => result.failed(1, error),
                 }
             }
         }

@@ -85,6 +85,12 @@ impl Ring {
         (held == index).then_some(count)
     }
 
+    fn put_all(&mut self, sealed: &[SealedBucket]) {
+        for bucket in sealed {
+            self.put(bucket.index, bucket.count, bucket.last_read);
+        }
+    }
+
     fn put(&mut self, index: i64, count: u64, last_read: i64) {
         let slot = self.slot(index);
         self.slots[slot] = (index, count);
@@ -161,28 +167,27 @@ impl SealedCache {
             return;
         }
         let mut entries = self.lock();
-        if !entries.map.contains_key(client) {
-            if entries.map.len() >= self.capacity {
-                if now >= entries.next_sweep {
-                    entries.next_sweep = now.saturating_add(SWEEP_EVERY);
-                    entries.sweep(now);
-                }
-                if entries.map.len() >= self.capacity {
-                    entries.refused += 1;
-                    return;
-                }
-            } else if entries.map.len() >= entries.sweep_at {
+        // A client already kept takes its buckets with one lookup and no
+        // copy of its key.
+        if let Some(ring) = entries.map.get_mut(client) {
+            ring.put_all(sealed);
+            return;
+        }
+        if entries.map.len() >= self.capacity {
+            if now >= entries.next_sweep {
+                entries.next_sweep = now.saturating_add(SWEEP_EVERY);
                 entries.sweep(now);
             }
+            if entries.map.len() >= self.capacity {
+                entries.refused += 1;
+                return;
+            }
+        } else if entries.map.len() >= entries.sweep_at {
+            entries.sweep(now);
         }
-        let history = self.history;
-        let ring = entries
-            .map
-            .entry(client.into())
-            .or_insert_with(|| Ring::new(history));
-        for bucket in sealed {
-            ring.put(bucket.index, bucket.count, bucket.last_read);
-        }
+        let mut ring = Ring::new(self.history);
+        ring.put_all(sealed);
+        entries.map.insert(client.into(), ring);
     }
 
     /// Clients kept (some perhaps no longer read, until the next sweep).
