@@ -6,9 +6,12 @@
 //! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.
 //! Plain names and values, for any HTTP stack.
 //!
-//! Every value is serialized with the [`sfv`] crate, as a Structured Field
-//! (M. Nottingham, P-H. Kamp, *Structured Field Values for HTTP*,
-//! RFC 9651, <https://www.rfc-editor.org/rfc/rfc9651>).
+//! Every value is a Structured Field (M. Nottingham, P-H. Kamp,
+//! *Structured Field Values for HTTP*, RFC 9651,
+//! <https://www.rfc-editor.org/rfc/rfc9651>), written by hand into one
+//! string per field, byte for byte as the [`sfv`] crate serializes it (a
+//! property test compares the two): a response's fields are written on
+//! every request, and `sfv`'s general serializers cost several times more.
 //!
 //! [`RateLimitFields`] writes them, for one or several [`HeaderPolicy`]s
 //! at once; its documentation says what each field carries and which
@@ -21,21 +24,18 @@ mod partition_key;
 mod policy;
 #[cfg(test)]
 mod tests;
+mod writer;
 
+use std::ops::Range;
 use std::time::Duration;
 
-use sfv::{Integer, ItemSerializer, KeyRef, ListSerializer};
+use smallvec::SmallVec;
 
 pub use self::partition_key::PartitionKeySecret;
+use self::partition_key::PK_LEN;
 pub use self::policy::{HeaderPolicy, QuotaUnit, MAX_POLICY_NAME};
+use self::writer::{integer, integer_item, ListWriter};
 use crate::decision::Decision;
-
-const Q: &KeyRef = KeyRef::constant("q");
-const QU: &KeyRef = KeyRef::constant("qu");
-const W: &KeyRef = KeyRef::constant("w");
-const PK: &KeyRef = KeyRef::constant("pk");
-const R: &KeyRef = KeyRef::constant("r");
-const T: &KeyRef = KeyRef::constant("t");
 
 /// One response's policies: each with the key of the client it counted
 /// the request under and the decision it took.
@@ -58,7 +58,8 @@ pub type PolicyDecision<'a> = (&'a HeaderPolicy, &'a [u8], &'a Decision);
 /// *RateLimit header fields for HTTP*, draft-ietf-httpapi-ratelimit-headers-11
 /// (May 2026),
 /// <https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/>
-/// ("the draft" below). Values are serialized with the [`sfv`] crate.
+/// ("the draft" below). Values are Structured Fields, written byte for
+/// byte as the [`sfv`] crate serializes them.
 ///
 /// The request was denied if any policy denied it. Every policy is one
 /// member of `RateLimit-Policy` and one of `RateLimit`, in the order
@@ -166,7 +167,7 @@ pub type PolicyDecision<'a> = (&'a HeaderPolicy, &'a [u8], &'a Decision);
 ///     (&daily, b"192.0.2.1", &allowed),
 ///     (&bytes, b"", &plenty),
 /// ]);
-/// let pk = ":yRMPbU453f2Oma6F:"; // HMAC-SHA-256(secret, "192.0.2.1"), 12 bytes
+/// let pk = ":iBah2LZo4WVmQQxg:"; // SipHash-2-4-128 of "192.0.2.1" under the secret, 12 bytes
 /// assert_eq!(
 ///     written,
 ///     [
@@ -272,71 +273,97 @@ impl RateLimitFields {
         policies: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Vec<(&'static str, String)> {
+        let mut out = String::new();
+        self.write_announcing(&mut out, policies, announced)
+            .into_iter()
+            .map(|(name, value)| (name, out[value].to_owned()))
+            .collect()
+    }
+
+    /// [`fields_announcing`](Self::fields_announcing), with every value
+    /// written one after the other at the end of `out`: each field's name
+    /// and where its value is in `out`. One buffer for a whole response.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn write_announcing(
+        &self,
+        out: &mut String,
+        policies: &[PolicyDecision<'_>],
+        announced: &[(&HeaderPolicy, &[u8])],
+    ) -> Written {
         let retry_after = policies
             .iter()
             .filter_map(|(_, _, decision)| denial_delay(decision))
             .max();
-        let mut policy_list = ListSerializer::new();
-        let mut limit_list = ListSerializer::new();
-        for (policy, key, decision) in policies {
-            let pk = self.announce(&mut policy_list, policy, key);
-            let item = limit_list
-                .bare_item(&*policy.name)
-                .parameter(R, integer(decision.remaining()))
-                .parameter(T, effective_window(decision));
-            if let Some(pk) = &pk {
-                item.parameter(PK, &pk[..]);
-            }
+        out.reserve(64 * (2 * policies.len() + announced.len()) + 32);
+        let mut written = Written::new();
+        let mut pks: SmallVec<[Option<[u8; PK_LEN]>; 2]> = SmallVec::new();
+        let mut policy_list = ListWriter::new(out);
+        for (policy, key, _) in policies {
+            pks.push(self.announce(&mut policy_list, policy, key));
         }
         for (policy, key) in announced {
             self.announce(&mut policy_list, policy, key);
         }
-        let (Some(policy_field), Some(limit_field)) = (policy_list.finish(), limit_list.finish())
-        else {
-            return Vec::new();
+        let Some(policy_field) = policy_list.finish() else {
+            return written;
         };
-        let mut fields = vec![
-            ("RateLimit-Policy", policy_field),
-            ("RateLimit", limit_field),
-        ];
+        written.push(("RateLimit-Policy", policy_field));
+        let mut limit_list = ListWriter::new(out);
+        for ((policy, _, decision), pk) in policies.iter().zip(&pks) {
+            limit_list
+                .member(policy.name.as_str())
+                .integer("r", decision.remaining())
+                .integer("t", effective_window(decision));
+            if let Some(pk) = pk {
+                limit_list.bytes("pk", pk);
+            }
+        }
+        let Some(limit_field) = limit_list.finish() else {
+            // Announced policies alone, none that decided: no fields.
+            out.truncate(written[0].1.start);
+            return Written::new();
+        };
+        written.push(("RateLimit", limit_field));
         if let Some(retry_after) = retry_after {
-            fields.push(("Retry-After", item(retry_after)));
+            written.push(("Retry-After", integer_item(out, retry_after)));
         }
         if let Some(decision) = self.legacy.then(|| legacy_decision(policies)).flatten() {
-            fields.push(("X-RateLimit-Limit", item(integer(decision.limit()))));
-            fields.push(("X-RateLimit-Remaining", item(integer(decision.remaining()))));
-            let reset = integer(whole_seconds(decision.reset_after()));
-            fields.push(("X-RateLimit-Reset", item(reset)));
+            written.push(("X-RateLimit-Limit", integer_item(out, decision.limit())));
+            let remaining = integer_item(out, decision.remaining());
+            written.push(("X-RateLimit-Remaining", remaining));
+            let reset = whole_seconds(decision.reset_after());
+            written.push(("X-RateLimit-Reset", integer_item(out, reset)));
         }
-        fields
+        written
     }
 
-    /// Adds `policy`'s member to `RateLimit-Policy`, and returns the `pk`
-    /// of `key` when the policy is per client.
+    /// Adds `policy` to `list` as a member of `RateLimit-Policy`, with the
+    /// `pk` of `key` if it is per client; returns that `pk`.
     fn announce(
         &self,
-        list: &mut ListSerializer<String>,
+        list: &mut ListWriter<'_>,
         policy: &HeaderPolicy,
         key: &[u8],
-    ) -> Option<[u8; 12]> {
+    ) -> Option<[u8; PK_LEN]> {
         let pk = policy.per_client.then(|| self.secret.partition_key(key));
-        let mut item = list
-            .bare_item(&*policy.name)
-            .parameter(Q, integer(policy.quota.limit()));
+        list.member(policy.name.as_str())
+            .integer("q", policy.quota.limit());
         if let Some(unit) = policy.unit.parameter() {
-            item = item.parameter(QU, unit);
+            list.string("qu", unit);
         }
-        item = item.parameter(W, integer(whole_seconds(policy.quota.period())));
+        list.integer("w", whole_seconds(policy.quota.period()));
         if let Some(pk) = &pk {
-            item.parameter(PK, &pk[..]);
+            list.bytes("pk", pk);
         }
         pk
     }
 }
 
-/// For a denial, how long until the request would be allowed: the `t` of
-/// a denying policy, and the candidates for `Retry-After`.
-fn denial_delay(decision: &Decision) -> Option<Integer> {
+/// The fields of one response as [`RateLimitFields::write_announcing`]
+/// wrote them: each name, and where its value is in the buffer.
+pub(crate) type Written = SmallVec<[(&'static str, Range<usize>); 6]>;
+
+fn denial_delay(decision: &Decision) -> Option<u64> {
     match decision.retry_after() {
         Some(retry) if decision.is_denied() => Some(integer(whole_seconds(retry))),
         _ => None,
@@ -345,7 +372,7 @@ fn denial_delay(decision: &Decision) -> Option<Integer> {
 
 /// The `t` parameter: the retry delay of a denial, otherwise the time
 /// until the usage has drained.
-fn effective_window(decision: &Decision) -> Integer {
+fn effective_window(decision: &Decision) -> u64 {
     denial_delay(decision).unwrap_or_else(|| integer(whole_seconds(decision.reset_after())))
 }
 
@@ -354,7 +381,7 @@ fn effective_window(decision: &Decision) -> Integer {
 /// first of equals).
 fn legacy_decision<'a>(policies: &[PolicyDecision<'a>]) -> Option<&'a Decision> {
     let decisions = || policies.iter().map(|(_, _, decision)| *decision);
-    let mut longest_denial: Option<(&Decision, Integer)> = None;
+    let mut longest_denial: Option<(&Decision, u64)> = None;
     for decision in decisions() {
         if let Some(delay) = denial_delay(decision) {
             if longest_denial.is_none_or(|(_, longest)| delay > longest) {
@@ -365,16 +392,6 @@ fn legacy_decision<'a>(policies: &[PolicyDecision<'a>]) -> Option<&'a Decision> 
     longest_denial
         .map(|(decision, _)| decision)
         .or_else(|| decisions().min_by_key(|decision| decision.remaining()))
-}
-
-/// `n` as a Structured Fields Integer, capped at the largest one.
-fn integer(n: u64) -> Integer {
-    Integer::try_from(n).unwrap_or(Integer::MAX)
-}
-
-/// A bare Integer item.
-fn item(n: Integer) -> String {
-    ItemSerializer::new().bare_item(n).finish()
 }
 
 /// `duration` in whole seconds, rounded up.

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use smallvec::SmallVec;
+
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::Limiter;
@@ -158,7 +160,7 @@ impl Policies {
             )));
         }
         let at = self.policies[0].limiter.clock().now();
-        let mut decided: Vec<Decision> = Vec::with_capacity(keys.len());
+        let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {
             let outcome = policy.limiter.check_at(key, cost, at).await;
             let denied = match &outcome {
@@ -210,8 +212,12 @@ impl Policies {
 #[derive(Debug, Clone)]
 pub struct PolicyDecisions {
     policies: Arc<[Policy]>,
-    decided: Vec<Decision>,
+    decided: Decided,
 }
+
+/// The decisions of one request, held inline for up to two policies: no
+/// allocation per request for most layers.
+type Decided = SmallVec<[Decision; 2]>;
 
 impl PolicyDecisions {
     /// Whether every policy allowed the request.

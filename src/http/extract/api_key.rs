@@ -63,10 +63,12 @@ impl ApiKey {
 
 impl KeyExtractor for ApiKey {
     fn extract(&self, parts: &Parts) -> Option<Vec<u8>> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let digest = Sha256::digest(self.secret(parts)?);
-        let mut key = b"key:".to_vec();
+        let mut key = Vec::with_capacity(4 + 32);
+        key.extend_from_slice(b"key:");
         for byte in &digest[..16] {
-            key.extend_from_slice(format!("{byte:02x}").as_bytes());
+            key.extend([HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 15)]]);
         }
         Some(key)
     }

@@ -1,8 +1,6 @@
 //! A policy as the fields announce it: its name, quota, unit, and whether
 //! it is per client.
 
-use sfv::StringRef;
-
 use crate::error::ConfigError;
 use crate::quota::Quota;
 
@@ -22,9 +20,7 @@ use crate::quota::Quota;
 pub const MAX_POLICY_NAME: usize = 64;
 
 #[cfg(feature = "tower")]
-const DEFAULT_NAME: &StringRef = StringRef::constant("default");
-const CONTENT_BYTES: &StringRef = StringRef::constant("content-bytes");
-const CONCURRENT_REQUESTS: &StringRef = StringRef::constant("concurrent-requests");
+const DEFAULT_NAME: &sfv::StringRef = sfv::StringRef::constant("default");
 
 /// What a policy's quota counts: the `qu` parameter of
 /// draft-ietf-httpapi-ratelimit-headers-11, section 3.1.2 (*Quota Unit
@@ -63,11 +59,10 @@ impl QuotaUnit {
     }
 
     /// The `qu` value to write, if any.
-    pub(super) fn parameter(self) -> Option<&'static StringRef> {
+    pub(super) fn parameter(self) -> Option<&'static str> {
         match self {
             Self::Requests => None,
-            Self::ContentBytes => Some(CONTENT_BYTES),
-            Self::ConcurrentRequests => Some(CONCURRENT_REQUESTS),
+            unit => Some(unit.as_str()),
         }
     }
 }

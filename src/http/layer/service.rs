@@ -11,6 +11,8 @@ use std::task::{Context, Poll};
 
 use ::http::request::Parts;
 use ::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+use bytes::Bytes;
+use smallvec::SmallVec;
 use tower_service::Service;
 
 use super::denial::Denial;
@@ -44,8 +46,8 @@ impl<S: std::fmt::Debug> std::fmt::Debug for RateLimit<S> {
 
 /// Who a request counts as, under each policy.
 enum Keys {
-    /// One key per policy, in order.
-    Each(Vec<Vec<u8>>),
+    /// One key per policy, in order (inline for up to two policies).
+    Each(SmallVec<[Vec<u8>; 2]>),
     /// Not limited: let it through without fields.
     Unlimited,
     /// Answered at once with this response.
@@ -80,7 +82,7 @@ where
                 Keys::Answer(response) => return Ok(response.map(ResBody::from)),
             };
             let cost = shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-            let slices: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
             let decided = match shared.policies.check_n(&slices, cost).await {
                 Ok(decided) => decided,
                 Err(error) => return Ok(failed(&error).map(ResBody::from)),
@@ -118,7 +120,7 @@ impl Shared {
         {
             return Keys::Unlimited;
         }
-        let mut keys = Vec::with_capacity(self.members.len());
+        let mut keys = SmallVec::with_capacity(self.members.len());
         for member in &self.members {
             match member.key.extract(parts) {
                 Some(key) => keys.push(key),
@@ -181,7 +183,7 @@ impl Shared {
     fn annotate(&self, headers: &mut HeaderMap, keys: &[&[u8]], decided: &PolicyDecisions) {
         // Each policy as announced to this client: copied only when the
         // client's quota is not the one it was built with (a dynamic plan).
-        let policies: Vec<(Cow<'_, HeaderPolicy>, &[u8])> = self
+        let policies: SmallVec<[(Cow<'_, HeaderPolicy>, &[u8]); 2]> = self
             .members
             .iter()
             .zip(keys)
@@ -195,27 +197,47 @@ impl Shared {
                 (policy, key)
             })
             .collect();
-        let decided_entries: Vec<_> = policies
+        let decided_entries: SmallVec<[_; 2]> = policies
             .iter()
             .zip(decided.decisions())
             .map(|((policy, key), (_, decision))| (&**policy, *key, decision))
             .collect();
-        let announced: Vec<_> = policies[decided_entries.len()..]
+        let announced: SmallVec<[_; 2]> = policies[decided_entries.len()..]
             .iter()
             .map(|(policy, key)| (&**policy, *key))
             .collect();
-        for (name, value) in self.fields.fields_announcing(&decided_entries, &announced) {
+        let mut values = String::new();
+        let written = self
+            .fields
+            .write_announcing(&mut values, &decided_entries, &announced);
+        // One buffer for every value: each field holds a slice of it.
+        let values = Bytes::from(values);
+        for (name, value) in written {
             if self.shadow && name == "Retry-After" {
                 continue;
             }
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::try_from(value),
+            if let (Some(name), Ok(value)) = (
+                header_name(name),
+                HeaderValue::from_maybe_shared(values.slice(value)),
             ) {
                 headers.insert(name, value);
             }
         }
     }
+}
+
+/// The name of a field [`RateLimitFields`](crate::http::RateLimitFields)
+/// writes, without parsing it again on every response.
+fn header_name(name: &str) -> Option<HeaderName> {
+    Some(match name {
+        "RateLimit-Policy" => HeaderName::from_static("ratelimit-policy"),
+        "RateLimit" => HeaderName::from_static("ratelimit"),
+        "Retry-After" => http::header::RETRY_AFTER,
+        "X-RateLimit-Limit" => HeaderName::from_static("x-ratelimit-limit"),
+        "X-RateLimit-Remaining" => HeaderName::from_static("x-ratelimit-remaining"),
+        "X-RateLimit-Reset" => HeaderName::from_static("x-ratelimit-reset"),
+        other => HeaderName::from_bytes(other.as_bytes()).ok()?,
+    })
 }
 
 /// An empty response with `code`.
@@ -242,4 +264,24 @@ fn failed(error: &Error) -> Response<String> {
             .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header_name;
+
+    #[test]
+    fn every_field_name_is_known_without_parsing() {
+        for name in [
+            "RateLimit-Policy",
+            "RateLimit",
+            "Retry-After",
+            "X-RateLimit-Limit",
+            "X-RateLimit-Remaining",
+            "X-RateLimit-Reset",
+        ] {
+            let known = header_name(name).expect("a field name");
+            assert_eq!(known.as_str(), name.to_ascii_lowercase());
+        }
+    }
 }
