@@ -32,19 +32,11 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from loopback import free_port, log  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 KEYSPACE = 100_000
 CLIENTS = 50
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid):

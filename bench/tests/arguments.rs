@@ -47,6 +47,18 @@ fn the_other_programs_refuse_them_too() {
     refused(cas, &["--in-flight", "0"], "at least 1");
     refused(cas, &["--processes", "1000"], "at most 64");
     refused(cas, &["--admission-seconds=-1"], "more than 0");
+    let web = env!("CARGO_BIN_EXE_web-service");
+    refused(
+        web,
+        &["--variant", "layer", "--case", "no such case"],
+        "matches no case",
+    );
+    refused(web, &["--variant", "increment"], "--memcached");
+    refused(
+        web,
+        &["--variant", "layer", "--key", "cookie"],
+        "invalid value",
+    );
     let protocols = env!("CARGO_BIN_EXE_protocols");
     refused(protocols, &["--in-flight", "0"], "at least 1");
     let soak = env!("CARGO_BIN_EXE_soak");

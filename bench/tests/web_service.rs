@@ -1,0 +1,143 @@
+//! The web-service benchmark's service answers as the table says it
+//! does: every variant says hello through its rate limit, the layer's
+//! answers carry the RateLimit fields, the increment variant counts in a
+//! real memcached, and `/__bench/count` counts what was answered.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+use memcache_ratelimit_testkit::Memcached;
+
+/// The service, started with `args`, stopped when dropped.
+struct Service {
+    child: Child,
+    address: String,
+}
+
+impl Service {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_web-service"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("web-service starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("its output"))
+            .read_line(&mut line)
+            .expect("a first line");
+        let address = line
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("web-service {args:?} said {line:?}"))
+            .trim()
+            .to_owned();
+        Self { child, address }
+    }
+
+    /// `GET path` with the client `key`, on a connection of its own: the
+    /// whole answer, head and body.
+    fn get(&self, path: &str, key: &str) -> String {
+        let mut stream = TcpStream::connect(&self.address).expect("connect");
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nhost: bench\r\nx-api-key: {key}\r\nconnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("an answer");
+        answer.to_ascii_lowercase()
+    }
+
+    fn answered(&self) -> u64 {
+        let answer = self.get("/__bench/count", "-");
+        let body = answer.rsplit("\r\n\r\n").next().expect("a body");
+        body.trim().parse().expect("a count")
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn says_hello(service: &Service, key: &str) -> String {
+    let answer = service.get("/", key);
+    assert!(
+        answer.starts_with("http/1.1 200") && answer.ends_with("hello\n"),
+        "{answer}"
+    );
+    answer
+}
+
+#[test]
+fn the_bare_service_and_tower_governor_say_hello_and_count_it() {
+    for variant in ["bare", "governor"] {
+        let service = Service::start(&["--variant", variant, "--keys", "3"]);
+        for key in ["client-1", "client-2", "client-3"] {
+            let answer = says_hello(&service, key);
+            assert!(!answer.contains("ratelimit-policy"), "{answer}");
+        }
+        assert_eq!(service.answered(), 3, "{variant}");
+    }
+}
+
+#[test]
+fn the_layer_announces_its_policy_on_the_embedded_store_and_on_memcached() {
+    let memcached = Memcached::start();
+    let address = memcached.address();
+    for (store, key_kind) in [
+        (None, "header"),
+        (None, "api-key"),
+        (Some(address.as_str()), "header"),
+    ] {
+        let mut args = vec!["--variant", "layer", "--keys", "2", "--key", key_kind];
+        if let Some(address) = store {
+            args.extend(["--memcached", address]);
+        }
+        let service = Service::start(&args);
+        let first = says_hello(&service, "client-1");
+        let again = says_hello(&service, "client-1");
+        let other = says_hello(&service, "client-2");
+        let pk = |answer: &str| {
+            let field = answer
+                .lines()
+                .find(|line| line.starts_with("ratelimit-policy: "))
+                .unwrap_or_else(|| panic!("no ratelimit-policy in {answer}"))
+                .to_owned();
+            field.split(";pk=").nth(1).expect("a pk").to_owned()
+        };
+        assert!(first.contains("ratelimit: \"default\";r="), "{first}");
+        assert_eq!(pk(&first), pk(&again), "{args:?}");
+        assert_ne!(pk(&first), pk(&other), "{args:?}");
+        assert_eq!(service.answered(), 3, "{args:?}");
+    }
+}
+
+#[test]
+fn the_increment_variant_counts_each_client_in_memcached() {
+    let memcached = Memcached::start();
+    let address = memcached.address();
+    let service = Service::start(&[
+        "--variant",
+        "increment",
+        "--keys",
+        "2",
+        "--memcached",
+        &address,
+    ]);
+    for _ in 0..3 {
+        says_hello(&service, "client-2");
+    }
+    // Once in the warm-up, three times since.
+    let mut stream = TcpStream::connect(&address).expect("connect to memcached");
+    stream.write_all(b"get client-2\r\n").expect("send");
+    let mut reader = BufReader::new(stream);
+    let (mut head, mut value) = (String::new(), String::new());
+    reader.read_line(&mut head).expect("a head");
+    reader.read_line(&mut value).expect("a value");
+    assert!(head.starts_with("VALUE client-2 "), "{head}");
+    assert_eq!(value.trim(), "4");
+    assert_eq!(service.answered(), 3);
+}
