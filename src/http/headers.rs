@@ -273,20 +273,24 @@ impl RateLimitFields {
         policies: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Vec<(&'static str, String)> {
-        let mut out = String::new();
+        let mut out = Vec::new();
         self.write_announcing(&mut out, policies, announced)
             .into_iter()
-            .map(|(name, value)| (name, out[value].to_owned()))
+            .map(|(name, value)| {
+                let value = String::from_utf8_lossy(&out[value]).into_owned();
+                (name, value)
+            })
             .collect()
     }
 
     /// [`fields_announcing`](Self::fields_announcing), with every value
-    /// written one after the other at the end of `out`: each field's name
-    /// and where its value is in `out`. One buffer for a whole response.
+    /// written one after the other at the end of `out` (printable ASCII):
+    /// each field's name and where its value is in `out`. One buffer for
+    /// a whole response.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn write_announcing(
         &self,
-        out: &mut String,
+        out: &mut Vec<u8>,
         policies: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Written {

@@ -47,6 +47,8 @@ mod memory;
 pub(crate) mod patience;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -261,44 +263,94 @@ pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
     })
 }
 
+/// The future a method of [`Store`] returns, as `async_trait` writes it.
+type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
 /// A shared store is a store, so decorators such as [`CountingStore`] can
-/// wrap an `Arc<dyn Store>` that limiters also hold.
-#[async_trait]
+/// wrap an `Arc<dyn Store>` that limiters also hold. Each call hands on
+/// the shared store's own boxed future rather than boxing it again: a
+/// limiter's store call through its `Arc<dyn Store>` costs one
+/// allocation, not two.
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
-    async fn increment(
-        &self,
-        key: &[u8],
+    fn increment<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
-    ) -> Result<Counters, StoreError> {
-        (**self).increment(key, delta, ttl, also_read).await
+        also_read: &'life2 [Vec<u8>],
+    ) -> Answer<'async_trait, Counters>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).increment(key, delta, ttl, also_read)
     }
 
-    async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
-        (**self).decrement(key, delta).await
+    fn decrement<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+        delta: u64,
+    ) -> Answer<'async_trait, Option<u64>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).decrement(key, delta)
     }
 
-    async fn get_counters(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<u64>>, StoreError> {
-        (**self).get_counters(keys).await
+    fn get_counters<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        keys: &'life1 [Vec<u8>],
+    ) -> Answer<'async_trait, Vec<Option<u64>>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).get_counters(keys)
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        (**self).get(key).await
+    fn get<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+    ) -> Answer<'async_trait, Option<Versioned>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).get(key)
     }
 
-    async fn put_versioned(
-        &self,
-        key: &[u8],
-        value: &[u8],
+    fn put_versioned<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+        value: &'life2 [u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
-        (**self).put_versioned(key, value, ttl, condition).await
+    ) -> Answer<'async_trait, (PutOutcome, Option<u64>)>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).put_versioned(key, value, ttl, condition)
     }
 
-    async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
-        (**self).delete(keys).await
+    fn delete<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        keys: &'life1 [Vec<u8>],
+    ) -> Answer<'async_trait, usize>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).delete(keys)
     }
 
     fn immediate(&self) -> Option<&dyn ImmediateStore> {

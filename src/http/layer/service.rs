@@ -206,7 +206,7 @@ impl Shared {
             .iter()
             .map(|(policy, key)| (&**policy, *key))
             .collect();
-        let mut values = String::new();
+        let mut values = Vec::new();
         let written = self
             .fields
             .write_announcing(&mut values, &decided_entries, &announced);
