@@ -81,6 +81,53 @@ impl Clock for SystemClock {
     }
 }
 
+/// The host's unix time as the kernel last updated it, at the price of
+/// its resolution: one scheduler tick, 1 to 4 ms on Linux
+/// (`CLOCK_REALTIME_COARSE`, read through the vDSO without a system call,
+/// in a few nanoseconds where [`SystemClock`] takes tens). On other
+/// systems it reads what `SystemClock` reads.
+///
+/// It is the clock of the embedded store's expiry
+/// ([`MemoryStore::new`](crate::MemoryStore::new)), which is read on
+/// every call: memcached itself expires items by a clock that moves once
+/// a second, and every algorithm is written for that. A limiter keeps
+/// reading [`SystemClock`], whose nanoseconds its windows and GCRA's
+/// arrival times need.
+///
+/// ```
+/// use memcache_ratelimit::{Clock, CoarseClock, SystemClock};
+///
+/// let coarse = CoarseClock.unix_nanos().unwrap();
+/// let precise = SystemClock.unix_nanos().unwrap();
+/// // Behind by at most a tick (a generous bound here: 100 ms).
+/// assert!((precise - coarse).abs() < 100_000_000);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CoarseClock;
+
+impl Clock for CoarseClock {
+    fn now(&self) -> DateTime<Utc> {
+        match self.unix_nanos() {
+            Some(nanos) => DateTime::from_timestamp_nanos(nanos),
+            None => SystemClock.now(),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn unix_nanos(&self) -> Option<i64> {
+        use rustix::time::{clock_gettime, ClockId};
+        let now = clock_gettime(ClockId::RealtimeCoarse);
+        now.tv_sec
+            .checked_mul(1_000_000_000)?
+            .checked_add(i64::from(now.tv_nsec))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn unix_nanos(&self) -> Option<i64> {
+        SystemClock.unix_nanos()
+    }
+}
+
 /// A clock that only moves when told to. Clones share one time, so a test
 /// can hand a clone to a limiter and a store and move them all at once.
 ///

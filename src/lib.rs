@@ -173,7 +173,7 @@ pub use algorithm::{
     Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, Sessionize, SlidingLog,
     SlidingWindow, TokenBucket,
 };
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use decision::Decision;
 pub use error::{ConfigError, Error, StoreError};
 pub use limiter::{
