@@ -114,6 +114,8 @@ impl Clock for CoarseClock {
     }
 
     #[cfg(target_os = "linux")]
+    // `tv_nsec` is a C `long`: already an `i64` on 64-bit targets only.
+    #[allow(clippy::useless_conversion)]
     fn unix_nanos(&self) -> Option<i64> {
         use rustix::time::{clock_gettime, ClockId};
         let now = clock_gettime(ClockId::RealtimeCoarse);
