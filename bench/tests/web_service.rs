@@ -17,11 +17,26 @@ struct Service {
 
 impl Service {
     fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_web-service"))
+        Self::start_under(&[], args)
+    }
+
+    /// The service under `wrapper` (a program and its arguments, such as
+    /// valgrind), or alone if it is empty.
+    fn start_under(wrapper: &[&str], args: &[&str]) -> Self {
+        let service = env!("CARGO_BIN_EXE_web-service");
+        let mut command = match wrapper.split_first() {
+            Some((program, wrapper_args)) => {
+                let mut command = Command::new(program);
+                command.args(wrapper_args).arg(service);
+                command
+            }
+            None => Command::new(service),
+        };
+        let mut child = command
             .args(args)
             .stdout(Stdio::piped())
             .spawn()
-            .expect("web-service starts");
+            .unwrap_or_else(|e| panic!("{wrapper:?} web-service does not start: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("its output"))
             .read_line(&mut line)
@@ -140,4 +155,26 @@ fn the_increment_variant_counts_each_client_in_memcached() {
     assert!(head.starts_with("VALUE client-2 "), "{head}");
     assert_eq!(value.trim(), "4");
     assert_eq!(service.answered(), 3);
+}
+
+/// The benchmark counts instructions under valgrind, whose process
+/// layout differs: the service and its embedded store's coarse clock
+/// must run there as they do natively.
+#[test]
+fn the_layer_on_the_embedded_store_runs_under_valgrind() {
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "valgrind is not installed: apt-get install valgrind (scripts/install-test-clients does)"
+    );
+    let service = Service::start_under(
+        &["valgrind", "--tool=none", "--quiet"],
+        &["--variant", "layer", "--keys", "1"],
+    );
+    let answer = says_hello(&service, "client-1");
+    assert!(answer.contains("ratelimit-policy: "), "{answer}");
+    assert_eq!(service.answered(), 1);
 }
