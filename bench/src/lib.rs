@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod instructions;
 pub mod matrix;
 pub mod server;
+pub mod socket;
 
 use std::ops::{Bound, RangeBounds};
 use std::str::FromStr;

@@ -10,6 +10,7 @@ use crate::algorithm::{Case, Setup};
 use crate::client::{raw_client, store};
 use crate::cpu::{Meter, PerDecision};
 use crate::server::{self, Memcached};
+use crate::socket;
 use crate::{
     at_least_one, cas_policy, first_error_note, median, no_case_matched, selected, Counts, Mode,
     Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
@@ -34,7 +35,7 @@ const RATIO_CEILING_LEVEL: usize = 256;
 fn read_by_ratios(kind: Kind, in_flight: usize) -> bool {
     match kind {
         Kind::RawBaseline => in_flight == RATIO_BASELINE_LEVEL,
-        Kind::RawCeiling => in_flight == RATIO_CEILING_LEVEL,
+        Kind::RawCeiling | Kind::RawSocket => in_flight == RATIO_CEILING_LEVEL,
         Kind::RawGet => false,
         Kind::Limiter(Case(Algorithm::SlidingWindow { .. }, _)) => true,
         Kind::Limiter(_) => false,
@@ -103,6 +104,10 @@ pub struct Args {
 enum Kind {
     RawBaseline,
     RawCeiling,
+    /// Batches of as many increments as requests in flight, written
+    /// straight to one connection ([`crate::socket`]): no client library,
+    /// the physical ceiling.
+    RawSocket,
     /// A bare `mg` of a key that is not there: the cheapest round trip,
     /// the latency a decision is compared with at one in flight.
     RawGet,
@@ -111,15 +116,20 @@ enum Kind {
 
 /// The baselines, then every algorithm but the hybrid quota.
 fn kinds() -> Vec<Kind> {
-    [Kind::RawBaseline, Kind::RawCeiling, Kind::RawGet]
-        .into_iter()
-        .chain(
-            Case::ALL
-                .into_iter()
-                .filter(|a| a.0 != Algorithm::HybridQuota)
-                .map(Kind::Limiter),
-        )
-        .collect()
+    [
+        Kind::RawBaseline,
+        Kind::RawCeiling,
+        Kind::RawSocket,
+        Kind::RawGet,
+    ]
+    .into_iter()
+    .chain(
+        Case::ALL
+            .into_iter()
+            .filter(|a| a.0 != Algorithm::HybridQuota)
+            .map(Kind::Limiter),
+    )
+    .collect()
 }
 
 impl Kind {
@@ -127,6 +137,7 @@ impl Kind {
         match self {
             Kind::RawBaseline => "raw baseline".into(),
             Kind::RawCeiling => "raw ceiling (100/batch)".into(),
+            Kind::RawSocket => "raw socket (1 connection)".into(),
             Kind::RawGet => "raw get (mg)".into(),
             Kind::Limiter(algorithm) => algorithm.name(),
         }
@@ -138,6 +149,8 @@ enum Target {
     Raw(AsyncMetaClient),
     Ceiling(AsyncMetaClient),
     Get(AsyncMetaClient),
+    /// The address of the memcached a single worker writes batches to.
+    Socket(String),
     /// The limiter, and its store, whose pipeline counts its round trips.
     Limiter(Arc<RateLimiter>, Arc<MemcachedStore>),
 }
@@ -208,6 +221,8 @@ fn client_keys(prefix: &str) -> Arc<Vec<Vec<u8>>> {
     )
 }
 
+/// One in-flight slot: requests one after the other until `end`; for
+/// the raw socket, the only worker, batches of `batch` increments.
 async fn worker(
     target: Arc<Target>,
     keys: Arc<Vec<Vec<u8>>>,
@@ -215,12 +230,24 @@ async fn worker(
     seed: u64,
     end: Instant,
     latencies: Latencies,
+    batch: usize,
 ) -> WorkerResult {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut result = WorkerResult {
         counts: Counts::default(),
         first_error: None,
     };
+    let mut socket = match target.as_ref() {
+        Target::Socket(address) => match socket::Pipeline::connect(address).await {
+            Ok(pipeline) => Some(pipeline),
+            Err(error) => {
+                result.failed(1, error);
+                return result;
+            }
+        },
+        _ => None,
+    };
+    let mut values = Vec::with_capacity(batch);
     // The id by reference: no copy per request.
     let pick = |rng: &mut StdRng| -> &[u8] {
         match &hot {
@@ -274,6 +301,28 @@ async fn worker(
                     Err(error) => result.failed(CEILING_BATCH as u64, error),
                 }
             }
+            Target::Socket(_) => {
+                let Some(pipeline) = socket.as_mut() else {
+                    break;
+                };
+                let picked: Vec<&[u8]> = (0..batch).map(|_| pick(&mut rng)).collect();
+                let start = Instant::now();
+                let outcome = pipeline
+                    .increments(picked.into_iter(), RAW_TTL, &mut values)
+                    .await;
+                let elapsed = start.elapsed();
+                match outcome {
+                    Ok(()) => {
+                        // Each increment waited as long as its batch.
+                        record(elapsed, values.len() as u64);
+                        result.counts.allowed += values.len() as u64;
+                    }
+                    Err(error) => {
+                        result.failed(batch as u64, error);
+                        break;
+                    }
+                }
+            }
             Target::Limiter(limiter, _) => {
                 let key = pick(&mut rng);
                 let start = Instant::now();
@@ -317,7 +366,12 @@ async fn one_run(
     let meter = Meter::start(address);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
-    let handles: Vec<_> = (0..in_flight)
+    // The raw socket keeps every request in flight in one worker's batch.
+    let (workers, batch) = match target.as_ref() {
+        Target::Socket(_) => (1, in_flight),
+        _ => (in_flight, 1),
+    };
+    let handles: Vec<_> = (0..workers)
         .map(|index| {
             tokio::spawn(worker(
                 Arc::clone(target),
@@ -326,6 +380,7 @@ async fn one_run(
                 seed.wrapping_mul(1_000_003).wrapping_add(index as u64),
                 end,
                 Arc::clone(&latencies),
+                batch,
             ))
         })
         .collect();
@@ -361,7 +416,7 @@ async fn one_run(
 /// Raw cases write their own keys; limiters add their namespace.
 fn key_prefix(kind: Kind) -> &'static str {
     match kind {
-        Kind::RawBaseline | Kind::RawCeiling | Kind::RawGet => "raw:",
+        Kind::RawBaseline | Kind::RawCeiling | Kind::RawSocket | Kind::RawGet => "raw:",
         _ => "",
     }
 }
@@ -371,6 +426,7 @@ async fn target(kind: Kind, address: &str) -> Target {
         Kind::RawBaseline => return Target::Raw(raw_client(address, IO_TIMEOUT).await),
         Kind::RawCeiling => return Target::Ceiling(raw_client(address, IO_TIMEOUT).await),
         Kind::RawGet => return Target::Get(raw_client(address, IO_TIMEOUT).await),
+        Kind::RawSocket => return Target::Socket(address.to_owned()),
         Kind::Limiter(algorithm) => algorithm,
     };
     let setup = Setup {
@@ -579,6 +635,7 @@ pub fn run(mut args: Args) {
 fn ops_per_trip(case: &CaseResult) -> String {
     match case.kind {
         Kind::RawCeiling => format!("{CEILING_BATCH}"),
+        Kind::RawSocket => format!("{}", case.in_flight),
         Kind::RawBaseline | Kind::RawGet => "–".to_owned(),
         Kind::Limiter(_) => {
             let trips: Vec<f64> = case.runs.iter().filter_map(|r| r.ops_per_trip).collect();
@@ -648,8 +705,8 @@ fn find(results: &[CaseResult], kind: Kind, in_flight: usize) -> Option<f64> {
 
 fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
     println!("## Ratios (median decisions/s, same run)\n");
-    println!("| SlidingWindow | hot, 64 in flight / raw baseline | 100,000 clients, 64 in flight / raw baseline | hot, 256 in flight / raw ceiling | 100,000 clients, 256 in flight / raw ceiling |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| SlidingWindow | hot, 64 in flight / raw baseline | 100,000 clients, 64 in flight / raw baseline | hot, 256 in flight / raw ceiling | 100,000 clients, 256 in flight / raw ceiling | hot, 256 in flight / raw socket | 100,000 clients, 256 in flight / raw socket |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let ratio = |mode: Mode, kind: Kind, in_flight: usize, base: Kind| -> String {
         let Some((_, cases)) = results.iter().find(|(m, _)| *m == mode) else {
             return "n/a".into();
@@ -665,11 +722,13 @@ fn print_ratios(results: &[(Mode, Vec<CaseResult>)]) {
             memcache_ratelimit::algorithm::Estimator::Uniform,
         ));
         println!(
-            "| n={n} | {} | {} | {} | {} |",
+            "| n={n} | {} | {} | {} | {} | {} | {} |",
             ratio(Mode::Hot, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),
             ratio(Mode::Many, kind, RATIO_BASELINE_LEVEL, Kind::RawBaseline),
             ratio(Mode::Hot, kind, RATIO_CEILING_LEVEL, Kind::RawCeiling),
             ratio(Mode::Many, kind, RATIO_CEILING_LEVEL, Kind::RawCeiling),
+            ratio(Mode::Hot, kind, RATIO_CEILING_LEVEL, Kind::RawSocket),
+            ratio(Mode::Many, kind, RATIO_CEILING_LEVEL, Kind::RawSocket),
         );
     }
     println!();
@@ -726,7 +785,7 @@ bytes per item is the figure to read.\n");
     println!("| case | bytes before | bytes after | bytes per client | items before | items after | items per client | bytes per item |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for &kind in kinds {
-        if matches!(kind, Kind::RawCeiling | Kind::RawGet) {
+        if matches!(kind, Kind::RawCeiling | Kind::RawSocket | Kind::RawGet) {
             continue; // the same items as the raw baseline
         }
         let server = Memcached::start(binary, placement.pin_server);
@@ -779,6 +838,7 @@ async fn fill(target: &Arc<Target>, keys: &Arc<Vec<Vec<u8>>>) -> u64 {
                                 .await
                                 .is_ok()
                         }
+                        Target::Socket(_) => unreachable!("the memory table leaves it out"),
                         Target::Limiter(limiter, _) => limiter
                             .check(key)
                             .await

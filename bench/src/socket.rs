@@ -1,0 +1,123 @@
+//! The physical ceiling: increments written straight to one TCP
+//! connection in batches, with no client library between, so that what
+//! limits it is memcached and the kernel, not a client's CPU.
+//!
+//! Each batch is `n` meta arithmetic commands (`ma <key> N<ttl> J1 v`:
+//! add 1, create the counter at 1 with lifetime `ttl` if it is missing,
+//! return the value), written at once, then their `n` replies read back.
+//! Commands and replies are as memcached's protocol.txt, "Meta Arithmetic",
+//! defines them (<https://github.com/memcached/memcached/wiki/MetaCommands>).
+
+use std::io;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One connection, and its buffers reused from batch to batch.
+pub struct Pipeline {
+    stream: TcpStream,
+    out: Vec<u8>,
+    replies: Vec<u8>,
+}
+
+impl Pipeline {
+    /// A connection to the memcached at `address`.
+    pub async fn connect(address: &str) -> io::Result<Self> {
+        let stream = TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            out: Vec::new(),
+            replies: Vec::new(),
+        })
+    }
+
+    /// Increments every key of `keys` by 1 in one batch, creating missing
+    /// ones with lifetime `ttl` seconds; returns the values, in order, to
+    /// `values`.
+    pub async fn increments<'k>(
+        &mut self,
+        keys: impl Iterator<Item = &'k [u8]>,
+        ttl: u32,
+        values: &mut Vec<u64>,
+    ) -> io::Result<()> {
+        self.out.clear();
+        let flags = format!(" N{ttl} J1 v\r\n");
+        let mut sent = 0;
+        for key in keys {
+            self.out.extend_from_slice(b"ma ");
+            self.out.extend_from_slice(key);
+            self.out.extend_from_slice(flags.as_bytes());
+            sent += 1;
+        }
+        self.stream.write_all(&self.out).await?;
+        values.clear();
+        self.replies.clear();
+        let mut parsed = 0;
+        while values.len() < sent {
+            match parse(&self.replies[parsed..])? {
+                Some((value, length)) => {
+                    values.push(value);
+                    parsed += length;
+                }
+                None => {
+                    self.replies.drain(..parsed);
+                    parsed = 0;
+                    let start = self.replies.len();
+                    self.replies.resize(start + 64 * 1024, 0);
+                    let read = self.stream.read(&mut self.replies[start..]).await?;
+                    self.replies.truncate(start + read);
+                    if read == 0 {
+                        return Err(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "memcached closed the connection",
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first reply in `bytes`: `VA <length>\r\n<value>\r\n`, as the value
+/// and the bytes it takes; `None` if it is not all there yet.
+fn parse(bytes: &[u8]) -> io::Result<Option<(u64, usize)>> {
+    let Some(line_end) = bytes.windows(2).position(|pair| pair == b"\r\n") else {
+        return Ok(None);
+    };
+    let head = &bytes[..line_end];
+    let bad = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a value reply: {:?}", String::from_utf8_lossy(head)),
+        )
+    };
+    let length: usize = head
+        .strip_prefix(b"VA ")
+        .and_then(|rest| rest.split(|&byte| byte == b' ').next())
+        .and_then(|digits| std::str::from_utf8(digits).ok()?.parse().ok())
+        .ok_or_else(bad)?;
+    let data = line_end + 2;
+    if bytes.len() < data + length + 2 {
+        return Ok(None);
+    }
+    let value = std::str::from_utf8(&bytes[data..data + length])
+        .ok()
+        .and_then(|digits| digits.trim_end().parse().ok())
+        .ok_or_else(bad)?;
+    Ok(Some((value, data + length + 2)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn value_replies_are_read_whole_or_not_at_all() {
+        assert_eq!(parse(b"VA 2\r\n17\r\nVA").unwrap(), Some((17, 10)));
+        assert_eq!(parse(b"VA 2\r\n17\r").unwrap(), None);
+        assert_eq!(parse(b"VA 2").unwrap(), None);
+        assert!(parse(b"SERVER_ERROR out of memory\r\n").is_err());
+    }
+}
