@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 use tokio::task::Unconstrained;
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use crate::error::Error;
 use crate::store::patience::Patience;
@@ -33,6 +33,7 @@ pub(crate) fn timeout<F>(limit: Duration, work: F) -> Timeout<F> {
         work,
         timer: None,
         limit,
+        ends: None,
     }
 }
 
@@ -45,6 +46,8 @@ pin_project! {
         #[pin]
         timer: Option<Unconstrained<Sleep>>,
         limit: Duration,
+        // When the timer, once armed, fires.
+        ends: Option<Instant>,
     }
 }
 
@@ -60,10 +63,15 @@ impl<F: Future> Future for Timeout<F> {
             return Poll::Ready(Some(output));
         }
         if this.timer.is_none() {
-            this.timer
-                .set(Some(tokio::task::unconstrained(tokio::time::sleep(
-                    *this.limit,
-                ))));
+            // The one clock read of a deadline, kept for what follows.
+            let sleep = match Instant::now().checked_add(*this.limit) {
+                Some(ends) => {
+                    *this.ends = Some(ends);
+                    tokio::time::sleep_until(ends)
+                }
+                None => tokio::time::sleep(*this.limit),
+            };
+            this.timer.set(Some(tokio::task::unconstrained(sleep)));
         }
         match this.timer.as_pin_mut().map(|timer| timer.poll(context)) {
             Some(Poll::Ready(())) => Poll::Ready(None),
@@ -87,6 +95,17 @@ impl<F> WithinDeadline<F> {
     pub(crate) fn new(deadline: Duration, work: F) -> Self {
         Self {
             timed: timeout(deadline, work),
+        }
+    }
+
+    /// What is left of the deadline once the work is done: all of it if
+    /// the work never waited (the deadline starts when it first does).
+    /// Reads the clock only if the work waited, so a decision that needs
+    /// no call after its own pays no clock read for it.
+    pub(crate) fn left(&self) -> Duration {
+        match self.timed.ends {
+            Some(ends) => ends.saturating_duration_since(Instant::now()),
+            None => self.timed.limit,
         }
     }
 }

@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::buckets::Buckets;
 use super::math::{admits, Counts, Position};
 use super::moment::Estimator;
@@ -25,9 +23,10 @@ use crate::store::{parse_counter, ImmediateStore, PutCondition};
 enum Call<'a> {
     /// Synchronously: the store answers at once.
     Now(&'a dyn ImmediateStore),
-    /// Waiting for it, within the deadline, which began at this instant:
-    /// what is left of it bounds the refund of a denied request.
-    Waiting(Instant),
+    /// Waiting for it, with this much of the deadline left for the calls
+    /// that follow the decision's own: the refund of a denied request, the
+    /// repair of a wrapped counter.
+    Waiting(Duration),
 }
 
 /// A limiter over time-bucketed counters.
@@ -121,17 +120,18 @@ impl WindowCounter {
         let prefix_len = client.as_bytes().len();
         let current = client.into_key(&self.buckets.suffix(index));
         let ttl = self.buckets.ttl() + settings.expiry_slack();
-        let call = match settings.store.immediate() {
-            Some(store) => Call::Now(store),
-            None => Call::Waiting(Instant::now()),
-        };
-        let counted = match call {
-            Call::Now(store) => store
-                .increment_now(&current, delta, ttl, &reads)
-                .map_err(Error::from),
-            Call::Waiting(_) => {
+        let (call, counted) = match settings.store.immediate() {
+            Some(store) => (
+                Call::Now(store),
+                store
+                    .increment_now(&current, delta, ttl, &reads)
+                    .map_err(Error::from),
+            ),
+            None => {
                 let increment = settings.store.increment(&current, delta, ttl, &reads);
-                settings.within_deadline(increment).await
+                let mut within = std::pin::pin!(settings.within_deadline(increment));
+                let counted = within.as_mut().await;
+                (Call::Waiting(within.left()), counted)
             }
         };
         let counters = match counted {
@@ -219,8 +219,7 @@ impl WindowCounter {
             Call::Now(store) => {
                 store.decrement_now(key, cost)?;
             }
-            Call::Waiting(started) => {
-                let left = settings.deadline.saturating_sub(started.elapsed());
+            Call::Waiting(left) => {
                 timeout(left, settings.store.decrement(key, cost))
                     .await
                     .ok_or(Error::DeadlineExceeded(settings.deadline))??;
@@ -258,7 +257,7 @@ impl WindowCounter {
         };
         let left = match call {
             Call::Now(_) => settings.deadline,
-            Call::Waiting(started) => settings.deadline.saturating_sub(started.elapsed()),
+            Call::Waiting(left) => left,
         };
         match timeout(left, work).await {
             Some(Ok(())) => {}
@@ -283,9 +282,10 @@ impl WindowCounter {
         }
         let settings = &self.settings;
         let key = self.bucket_key(&settings.keys.client(client), self.buckets.index(now));
+        // A refund asked for on its own has the whole deadline.
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
-            None => Call::Waiting(Instant::now()),
+            None => Call::Waiting(settings.deadline),
         };
         let delta = self.delta(cost, Position::of(&self.buckets, now));
         self.decrement(call, &key, delta).await
