@@ -305,11 +305,9 @@ async fn worker(
                 let Some(pipeline) = socket.as_mut() else {
                     break;
                 };
-                let picked: Vec<&[u8]> = (0..batch).map(|_| pick(&mut rng)).collect();
                 let start = Instant::now();
-                let outcome = pipeline
-                    .increments(picked.into_iter(), RAW_TTL, &mut values)
-                    .await;
+                let keys = (0..batch).map(|_| pick(&mut rng));
+                let outcome = pipeline.increments(keys, RAW_TTL, &mut values).await;
                 let elapsed = start.elapsed();
                 match outcome {
                     Ok(()) => {

@@ -63,10 +63,9 @@ impl Pipeline {
                 None => {
                     self.replies.drain(..parsed);
                     parsed = 0;
-                    let start = self.replies.len();
-                    self.replies.resize(start + 64 * 1024, 0);
-                    let read = self.stream.read(&mut self.replies[start..]).await?;
-                    self.replies.truncate(start + read);
+                    // Into the spare capacity, with nothing zeroed first.
+                    self.replies.reserve(64 * 1024);
+                    let read = self.stream.read_buf(&mut self.replies).await?;
                     if read == 0 {
                         return Err(io::Error::new(
                             io::ErrorKind::UnexpectedEof,

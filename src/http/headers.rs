@@ -8,10 +8,11 @@
 //!
 //! Every value is a Structured Field (M. Nottingham, P-H. Kamp,
 //! *Structured Field Values for HTTP*, RFC 9651,
-//! <https://www.rfc-editor.org/rfc/rfc9651>), written by hand into one
-//! string per field, byte for byte as the [`sfv`] crate serializes it (a
-//! property test compares the two): a response's fields are written on
-//! every request, and `sfv`'s general serializers cost several times more.
+//! <https://www.rfc-editor.org/rfc/rfc9651>), written by hand, one after
+//! the other into one buffer per response, byte for byte as the [`sfv`]
+//! crate serializes it (a property test compares the two): a response's
+//! fields are written on every request, and `sfv`'s general serializers
+//! cost several times more.
 //!
 //! [`RateLimitFields`] writes them, for one or several [`HeaderPolicy`]s
 //! at once; its documentation says what each field carries and which
@@ -311,7 +312,7 @@ impl RateLimitFields {
         let Some(policy_field) = policy_list.finish() else {
             return written;
         };
-        written.push(("RateLimit-Policy", policy_field));
+        written.push((field::POLICY, policy_field));
         let mut limit_list = ListWriter::new(out);
         for ((policy, _, decision), pk) in policies.iter().zip(&pks) {
             limit_list
@@ -327,16 +328,16 @@ impl RateLimitFields {
             out.truncate(written[0].1.start);
             return Written::new();
         };
-        written.push(("RateLimit", limit_field));
+        written.push((field::LIMIT, limit_field));
         if let Some(retry_after) = retry_after {
-            written.push(("Retry-After", integer_item(out, retry_after)));
+            written.push((field::RETRY_AFTER, integer_item(out, retry_after)));
         }
         if let Some(decision) = self.legacy.then(|| legacy_decision(policies)).flatten() {
-            written.push(("X-RateLimit-Limit", integer_item(out, decision.limit())));
+            written.push((field::LEGACY_LIMIT, integer_item(out, decision.limit())));
             let remaining = integer_item(out, decision.remaining());
-            written.push(("X-RateLimit-Remaining", remaining));
+            written.push((field::LEGACY_REMAINING, remaining));
             let reset = whole_seconds(decision.reset_after());
-            written.push(("X-RateLimit-Reset", integer_item(out, reset)));
+            written.push((field::LEGACY_RESET, integer_item(out, reset)));
         }
         written
     }
@@ -361,6 +362,16 @@ impl RateLimitFields {
         }
         pk
     }
+}
+
+/// The names of the fields [`RateLimitFields`] writes, as it writes them.
+pub(crate) mod field {
+    pub(crate) const POLICY: &str = "RateLimit-Policy";
+    pub(crate) const LIMIT: &str = "RateLimit";
+    pub(crate) const RETRY_AFTER: &str = "Retry-After";
+    pub(crate) const LEGACY_LIMIT: &str = "X-RateLimit-Limit";
+    pub(crate) const LEGACY_REMAINING: &str = "X-RateLimit-Remaining";
+    pub(crate) const LEGACY_RESET: &str = "X-RateLimit-Reset";
 }
 
 /// The fields of one response as [`RateLimitFields::write_announcing`]

@@ -18,7 +18,7 @@ use tower_service::Service;
 use super::denial::Denial;
 use super::{MissingKey, Shared};
 use crate::error::Error;
-use crate::http::headers::HeaderPolicy;
+use crate::http::headers::{field, HeaderPolicy};
 use crate::http::KeyExtractor;
 use crate::limiter::PolicyDecisions;
 
@@ -213,7 +213,7 @@ impl Shared {
         // One buffer for every value: each field holds a slice of it.
         let values = Bytes::from(values);
         for (name, value) in written {
-            if self.shadow && name == "Retry-After" {
+            if self.shadow && name == field::RETRY_AFTER {
                 continue;
             }
             if let (Some(name), Ok(value)) = (
@@ -230,12 +230,12 @@ impl Shared {
 /// writes, without parsing it again on every response.
 fn header_name(name: &str) -> Option<HeaderName> {
     Some(match name {
-        "RateLimit-Policy" => HeaderName::from_static("ratelimit-policy"),
-        "RateLimit" => HeaderName::from_static("ratelimit"),
-        "Retry-After" => http::header::RETRY_AFTER,
-        "X-RateLimit-Limit" => HeaderName::from_static("x-ratelimit-limit"),
-        "X-RateLimit-Remaining" => HeaderName::from_static("x-ratelimit-remaining"),
-        "X-RateLimit-Reset" => HeaderName::from_static("x-ratelimit-reset"),
+        field::POLICY => HeaderName::from_static("ratelimit-policy"),
+        field::LIMIT => HeaderName::from_static("ratelimit"),
+        field::RETRY_AFTER => http::header::RETRY_AFTER,
+        field::LEGACY_LIMIT => HeaderName::from_static("x-ratelimit-limit"),
+        field::LEGACY_REMAINING => HeaderName::from_static("x-ratelimit-remaining"),
+        field::LEGACY_RESET => HeaderName::from_static("x-ratelimit-reset"),
         other => HeaderName::from_bytes(other.as_bytes()).ok()?,
     })
 }
@@ -269,16 +269,17 @@ fn failed(error: &Error) -> Response<String> {
 #[cfg(test)]
 mod tests {
     use super::header_name;
+    use crate::http::headers::field;
 
     #[test]
     fn every_field_name_is_known_without_parsing() {
         for name in [
-            "RateLimit-Policy",
-            "RateLimit",
-            "Retry-After",
-            "X-RateLimit-Limit",
-            "X-RateLimit-Remaining",
-            "X-RateLimit-Reset",
+            field::POLICY,
+            field::LIMIT,
+            field::RETRY_AFTER,
+            field::LEGACY_LIMIT,
+            field::LEGACY_REMAINING,
+            field::LEGACY_RESET,
         ] {
             let known = header_name(name).expect("a field name");
             assert_eq!(known.as_str(), name.to_ascii_lowercase());
