@@ -124,8 +124,32 @@ impl KeySpace {
     /// The key prefix of client `id`: `<namespace>:<client>`, at most
     /// `MAX_KEY_LEN - SUFFIX_RESERVE` bytes.
     pub fn client(&self, id: &[u8]) -> ClientKey {
-        let max_raw = MAX_KEY_LEN - self.written.len() - 2 - SUFFIX_RESERVE;
         let mut prefix = KeyBuf::new();
+        self.push_client(id, &mut prefix);
+        ClientKey { prefix }
+    }
+
+    /// Writes client `id`'s key `<namespace>:<client>_<suffix>` into
+    /// `key`, in place of what it held, and returns the length of its
+    /// prefix `<namespace>:<client>`. Written where the caller keeps it:
+    /// a key is 258 bytes on the stack, and a decision that received one
+    /// by value would copy it.
+    ///
+    /// # Panics
+    ///
+    /// If `suffix` holds `_` or is longer than the space kept for it: the
+    /// suffixes are written by this crate's algorithms, so that is a bug.
+    pub(crate) fn write_key(&self, id: &[u8], suffix: &[u8], key: &mut KeyBuf) -> usize {
+        key.clear();
+        self.push_client(id, key);
+        let prefix = key.len();
+        push_suffix(key, suffix);
+        prefix
+    }
+
+    /// Appends `<namespace>:<client>` of `id` to `prefix`.
+    fn push_client(&self, id: &[u8], prefix: &mut KeyBuf) {
+        let max_raw = MAX_KEY_LEN - self.written.len() - 2 - SUFFIX_RESERVE;
         prefix.push(self.written.as_bytes());
         prefix.push_byte(b':');
         if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
@@ -139,8 +163,30 @@ impl KeySpace {
             }
             prefix.push(&hashed);
         }
-        ClientKey { prefix }
     }
+}
+
+/// The key `<prefix>_<suffix>`, for a `prefix` that
+/// [`KeySpace::write_key`] wrote: a sibling of the key it wrote, with
+/// another suffix.
+///
+/// # Panics
+///
+/// As [`KeySpace::write_key`] does.
+pub(crate) fn sibling_key(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
+    check_suffix(suffix);
+    let mut key = Vec::with_capacity(prefix.len() + 1 + suffix.len());
+    key.extend_from_slice(prefix);
+    key.push(b'_');
+    key.extend_from_slice(suffix);
+    key
+}
+
+/// Appends `_<suffix>` to a key prefix.
+fn push_suffix(key: &mut KeyBuf, suffix: &[u8]) {
+    check_suffix(suffix);
+    key.push_byte(b'_');
+    key.push(suffix);
 }
 
 /// A whole key, on the stack.
@@ -191,26 +237,6 @@ impl ClientKey {
     /// checking it again.
     pub fn as_bytes(&self) -> &[u8] {
         &self.prefix
-    }
-
-    /// The full key `<prefix>_<suffix>`.
-    ///
-    /// # Panics
-    ///
-    /// If `suffix` holds `_` or is longer than the space kept for it: the
-    /// suffixes are written by this crate's algorithms, so that is a bug.
-    pub(crate) fn with_suffix(&self, suffix: &[u8]) -> KeyBuf {
-        self.clone().into_key(suffix)
-    }
-
-    /// [`with_suffix`](Self::with_suffix), written after the prefix in
-    /// place: the key starts with the prefix, `as_bytes().len()` long.
-    pub(crate) fn into_key(self, suffix: &[u8]) -> KeyBuf {
-        check_suffix(suffix);
-        let mut key = self.prefix;
-        key.push_byte(b'_');
-        key.push(suffix);
-        key
     }
 }
 
@@ -339,10 +365,17 @@ mod tests {
     #[test]
     fn raw_ids_stay_readable_and_others_are_hashed() {
         let keys = KeySpace::default();
+        let mut key = KeyBuf::new();
+        let prefix = keys.write_key(b"user_42", b"202611220107", &mut key);
+        assert_eq!(key, b"rl:user_42_202611220107");
+        assert_eq!(&key[..prefix], keys.client(b"user_42").as_bytes());
         assert_eq!(
-            keys.client(b"user_42").with_suffix(b"202611220107"),
-            b"rl:user_42_202611220107"
+            sibling_key(&key[..prefix], b"202611220106"),
+            b"rl:user_42_202611220106"
         );
+        // Written in place of what the buffer held.
+        keys.write_key(b"bob", b"x", &mut key);
+        assert_eq!(key, b"rl:bob_x");
         for id in [
             &b""[..],
             b" ",
@@ -361,9 +394,9 @@ mod tests {
     fn longest_raw_id_still_fits() {
         let keys = KeySpace::new("n".repeat(MAX_NAMESPACE_LEN)).unwrap();
         let max_raw = MAX_KEY_LEN - MAX_NAMESPACE_LEN - 2 - SUFFIX_RESERVE;
-        let key = keys
-            .client(&vec![b'x'; max_raw])
-            .with_suffix("9".repeat(SUFFIX_RESERVE - 1).as_bytes());
+        let mut key = KeyBuf::new();
+        let suffix = "9".repeat(SUFFIX_RESERVE - 1);
+        keys.write_key(&vec![b'x'; max_raw], suffix.as_bytes(), &mut key);
         assert!(is_valid_key(&key), "{} bytes", key.len());
         assert!(keys.client(&vec![b'x'; max_raw + 1]).as_str().contains('#'));
     }

@@ -37,6 +37,12 @@ impl<const N: usize> StackText<N> {
         self.len = end;
     }
 
+    /// Empties it.
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// Appends one ASCII byte: a separator, without a copy call.
     #[inline]
     pub(crate) fn push_byte(&mut self, byte: u8) {

@@ -99,6 +99,28 @@ impl Engine {
         }
     }
 
+    /// [`check`](Self::check) within the caller's poll, if the store
+    /// answers at once; `None` for a store that must be waited for.
+    pub(crate) fn check_now(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Option<Result<Decision, Error>> {
+        Some(match self {
+            Self::Window(engine) => {
+                let store = engine.settings.store.immediate()?;
+                engine.check_now(store, client, cost, now)
+            }
+            Self::TokenBucket(engine) => engine.check_now(client, cost, now)?,
+            Self::Gcra(engine) => engine.check_now(client, cost, now)?,
+            Self::SlidingLog(engine) => engine.check_now(client, cost, now)?,
+            Self::HybridQuota(engine) => engine.check_now(client, cost, now)?,
+            Self::DiscreteRefill(engine) => engine.check_now(client, cost, now)?,
+            Self::Sessionize(engine) => engine.check_now(client, cost, now)?,
+        })
+    }
+
     /// Decides a request that may wait up to `max_delay` for its slot, and
     /// how long it must wait. Only GCRA queues; the other algorithms decide
     /// as [`check`](Self::check) does, with no wait.
@@ -169,8 +191,6 @@ impl Engine {
         }
     }
 
-    /// The compare-and-swap loop's counters; all zero for the windows,
-    /// which never compare and swap.
     /// Clients the sliding window's sealed-bucket cache had no room for
     /// (0 for every other algorithm).
     pub(crate) fn sealed_refused(&self) -> u64 {
@@ -180,6 +200,8 @@ impl Engine {
         }
     }
 
+    /// The compare-and-swap loop's counters; all zero for the windows,
+    /// which never compare and swap.
     pub(crate) fn cas_stats(&self) -> CasStats {
         match self {
             Self::Window(_) => CasStats::default(),

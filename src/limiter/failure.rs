@@ -271,12 +271,21 @@ impl Failures {
             }
             other => other,
         };
-        self.bump(match &outcome {
-            Ok(decision) if decision.is_allowed() => ALLOWED,
-            Ok(_) => DENIED,
-            Err(_) => ERRORS,
-        });
+        match &outcome {
+            Ok(decision) => self.count(decision),
+            Err(_) => self.bump(ERRORS),
+        }
         outcome
+    }
+
+    /// Counts a decision the store made, as [`decide`](Self::decide) does
+    /// for one it is handed.
+    pub(crate) fn count(&self, decision: &Decision) {
+        self.bump(if decision.is_allowed() {
+            ALLOWED
+        } else {
+            DENIED
+        });
     }
 
     /// The policy's decision in place of the store's `error`; `stand_in`

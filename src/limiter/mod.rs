@@ -296,32 +296,28 @@ impl RateLimiter {
     }
 
     /// The engine's decision at `now` (unix nanoseconds), or the failure
-    /// policy's in its place, in a `tracing` span when some subscriber
-    /// takes debug records: building, entering and leaving a span nobody
-    /// records cost some 400 instructions a decision. The test is the
-    /// global most verbose level any subscriber asked for (one atomic
-    /// load), so a filter that names the span still gets it; the span
-    /// itself then asks its subscriber as before.
+    /// policy's in its place.
+    ///
+    /// On a store that answers at once, the engine decides within this
+    /// poll, with no future of its own. A `tracing` span wraps the
+    /// decision only when some subscriber takes debug records: building,
+    /// entering and leaving a span nobody records cost some 400
+    /// instructions a decision. The test is the global most verbose level
+    /// any subscriber asked for (one atomic load), so a filter that names
+    /// the span still gets it; the span itself then asks its subscriber
+    /// as before.
     pub(crate) async fn decide(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
-        let decision = async {
-            let outcome = self.engine.check(key, cost, now).await;
-            let outcome = self
-                .failures
-                .decide(outcome, self.spec.quota, key, cost, now)
-                .await;
-            match &outcome {
-                Ok(decision) => tracing::trace!(
-                    allowed = decision.is_allowed(),
-                    remaining = decision.remaining(),
-                    under_failure = decision.under_failure(),
-                    "decided"
-                ),
-                Err(error) => tracing::debug!(%error, "no decision"),
-            }
-            outcome
-        };
         if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
-            return decision.await;
+            let outcome = match self.engine.check_now(key, cost, now) {
+                Some(Ok(decision)) => {
+                    self.failures.count(&decision);
+                    decided(&decision);
+                    return Ok(decision);
+                }
+                Some(failed) => failed,
+                None => self.engine.check(key, cost, now).await,
+            };
+            return self.conclude(outcome, key, cost, now).await;
         }
         let span = tracing::debug_span!(
             "rate_limit",
@@ -329,6 +325,41 @@ impl RateLimiter {
             client = %Printable(key),
             cost,
         );
-        decision.instrument(span).await
+        async {
+            let outcome = self.engine.check(key, cost, now).await;
+            self.conclude(outcome, key, cost, now).await
+        }
+        .instrument(span)
+        .await
     }
+
+    /// The engine's `outcome`, or the failure policy's decision in place
+    /// of its error, counted and traced.
+    async fn conclude(
+        &self,
+        outcome: Result<Decision, Error>,
+        key: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Decision, Error> {
+        let outcome = self
+            .failures
+            .decide(outcome, self.spec.quota, key, cost, now)
+            .await;
+        match &outcome {
+            Ok(decision) => decided(decision),
+            Err(error) => tracing::debug!(%error, "no decision"),
+        }
+        outcome
+    }
+}
+
+/// The `tracing` record of a decision.
+fn decided(decision: &Decision) {
+    tracing::trace!(
+        allowed = decision.is_allowed(),
+        remaining = decision.remaining(),
+        under_failure = decision.under_failure(),
+        "decided"
+    );
 }

@@ -97,15 +97,15 @@ impl<C: CasCore> CasLimiter<C> {
 
     /// The one key holding `client`'s state.
     pub(crate) fn key(&self, client: &[u8]) -> Vec<u8> {
-        self.key_buf(client).to_vec()
+        let mut key = KeyBuf::new();
+        self.write_key(client, &mut key);
+        key.to_vec()
     }
 
-    /// [`key`](Self::key), on the stack.
-    fn key_buf(&self, client: &[u8]) -> KeyBuf {
-        self.settings
-            .keys
-            .client(client)
-            .with_suffix(self.core.suffix().as_bytes())
+    /// [`key`](Self::key), written into `key` on the stack.
+    fn write_key(&self, client: &[u8], key: &mut KeyBuf) {
+        let suffix = self.core.suffix().as_bytes();
+        self.settings.keys.write_key(client, suffix, key);
     }
 
     /// Decides a request of `cost` from `client` at `now`, unix
@@ -117,6 +117,40 @@ impl<C: CasCore> CasLimiter<C> {
         now: i64,
     ) -> Result<Decision, Error> {
         Ok(self.step(client, cost, now, Duration::ZERO).await?.0)
+    }
+
+    /// [`check_nanos`](Self::check_nanos) within the caller's poll, if
+    /// the store answers at once; `None` for a store that must be waited
+    /// for.
+    pub(crate) fn check_now(
+        &self,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Option<Result<Decision, Error>> {
+        let store = self.settings.store.immediate()?;
+        let decide = || {
+            let ask = self.ask(cost, now, Duration::ZERO)?;
+            let mut key = KeyBuf::new();
+            self.write_key(client, &mut key);
+            self.engine.counters.bump(DECISIONS);
+            Ok(self.engine.decide_now(store, &key, ask)?.0)
+        };
+        Some(decide())
+    }
+
+    /// The ask of a request of `cost` at `now` that may wait up to
+    /// `max_delay`, its cost checked.
+    fn ask(&self, cost: u64, now: i64, max_delay: Duration) -> Result<Ask, Error> {
+        let settings = &self.settings;
+        settings.check_cost(cost, self.core.capacity())?;
+        Ok(Ask {
+            cost,
+            now,
+            strict: settings.denied == DeniedRequests::Counted,
+            max_delay,
+            refund: false,
+        })
     }
 
     /// Decides a request at `now` (unix nanoseconds) that may wait up to
@@ -134,15 +168,7 @@ impl<C: CasCore> CasLimiter<C> {
         now: i64,
         max_delay: Duration,
     ) -> Result<(Decision, Duration), Error> {
-        let settings = &self.settings;
-        settings.check_cost(cost, self.core.capacity())?;
-        let ask = Ask {
-            cost,
-            now,
-            strict: settings.denied == DeniedRequests::Counted,
-            max_delay,
-            refund: false,
-        };
+        let ask = self.ask(cost, now, max_delay)?;
         self.submit(client, ask).await
     }
 
@@ -171,7 +197,8 @@ impl<C: CasCore> CasLimiter<C> {
     /// otherwise queued for the key's group, within the deadline.
     async fn submit(&self, client: &[u8], ask: Ask) -> Result<(Decision, Duration), Error> {
         let settings = &self.settings;
-        let key = self.key_buf(client);
+        let mut key = KeyBuf::new();
+        self.write_key(client, &mut key);
         self.engine.counters.bump(DECISIONS);
         if let Some(store) = settings.store.immediate() {
             return self.engine.decide_now(store, &key, ask);

@@ -3,9 +3,11 @@
 //! older buckets in the same round trip, the estimate, and the refund of a
 //! denied request.
 
+use std::future::Future;
 use std::time::Duration;
 
 use super::buckets::Buckets;
+use super::decode::Decoded;
 use super::math::{admits, Counts, Position};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
@@ -14,9 +16,9 @@ use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::algorithm::settings::{timeout, DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::error::StoreError;
-use crate::key::{ClientKey, KeyBuf};
-use crate::store::{parse_counter, ImmediateStore, PutCondition};
+use crate::error::{StoreError, StoreErrorKind};
+use crate::key::{routing_prefix, sibling_key, KeyBuf};
+use crate::store::{parse_counter, Counters, ImmediateStore, PutCondition};
 
 /// How a decision calls its store.
 #[derive(Clone, Copy)]
@@ -27,6 +29,50 @@ enum Call<'a> {
     /// that follow the decision's own: the refund of a denied request, the
     /// repair of a wrapped counter.
     Waiting(Duration),
+}
+
+/// What a decision asks its store, besides the key of the current bucket
+/// (which its caller keeps, so that it is written in place).
+struct Ask {
+    /// The length of the client's prefix in the current bucket's key.
+    prefix_len: usize,
+    index: i64,
+    at: Position,
+    /// What the request adds to the current bucket.
+    delta: u64,
+    ttl: Duration,
+    /// The counts of the older buckets the sealed cache knows; the others
+    /// are zero until read.
+    counts: Counts,
+    /// The ages of the buckets read, and their keys.
+    read_ages: Ages,
+    reads: Vec<Vec<u8>>,
+}
+
+/// A decision's estimate once the store has answered.
+struct Settled {
+    decoded: Decoded,
+    allowed: bool,
+    /// Whether the denied request's cost is given back.
+    refund: bool,
+}
+
+/// The result of `work` on a store that answers at once, which completes
+/// it in its first poll; one that does not is an error, never a wait.
+fn at_once<T>(work: impl Future<Output = T>) -> Result<T, Error> {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(work).poll(&mut context) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(Error::Store(StoreError::new(
+            StoreErrorKind::Io,
+            "a store that answers at once did not complete a call at once",
+        ))),
+    }
+}
+
+/// Reports a refund of `cost` that failed. The denial stands.
+fn refund_failed(error: &Error, cost: u64) {
+    tracing::warn!(%error, cost, "refund of a denied request failed");
 }
 
 /// A limiter over time-bucketed counters.
@@ -42,28 +88,36 @@ pub(crate) struct WindowCounter {
 }
 
 impl WindowCounter {
-    /// The key of `client`'s bucket `index`.
-    fn bucket_key(&self, client: &ClientKey, index: i64) -> KeyBuf {
-        client.with_suffix(&self.buckets.suffix(index))
+    /// Writes the key of `client`'s bucket `index` into `key`; returns
+    /// the length of its client prefix.
+    fn bucket_key(&self, client: &[u8], index: i64, key: &mut KeyBuf) -> usize {
+        let suffix = self.buckets.suffix(index);
+        self.settings.keys.write_key(client, &suffix, key)
+    }
+
+    /// The key of bucket `index` of the client whose key `prefix` starts.
+    fn sibling(&self, prefix: &[u8], index: i64) -> Vec<u8> {
+        sibling_key(prefix, &self.buckets.suffix(index))
     }
 
     /// The keys read for `client` at `now_nanos`: the current bucket first,
     /// then each older one, newest first.
-    fn keys(&self, client: &ClientKey, now_nanos: i64) -> Vec<Vec<u8>> {
-        let index = self.buckets.index(now_nanos);
-        (0..=i64::from(self.buckets.history()))
-            .map(|age| self.bucket_key(client, index - age).to_vec())
-            .collect()
-    }
-
     pub(crate) fn keys_at(&self, client: &[u8], now_nanos: i64) -> Vec<Vec<u8>> {
-        self.keys(&self.settings.keys.client(client), now_nanos)
+        let index = self.buckets.index(now_nanos);
+        let mut current = KeyBuf::new();
+        let prefix = self.bucket_key(client, index, &mut current);
+        std::iter::once(current.to_vec())
+            .chain(
+                (1..=i64::from(self.buckets.history()))
+                    .map(|age| self.sibling(&current[..prefix], index - age)),
+            )
+            .collect()
     }
 
     /// `client`'s counters at `now_nanos` and the estimate they add up to,
     /// read without counting.
     pub(crate) async fn inspect(&self, client: &[u8], now_nanos: i64) -> Result<Inspection, Error> {
-        let keys = self.keys(&self.settings.keys.client(client), now_nanos);
+        let keys = self.keys_at(client, now_nanos);
         let read = self
             .settings
             .within_deadline(self.settings.store.get_counters(&keys))
@@ -92,6 +146,84 @@ impl WindowCounter {
         })
     }
 
+    /// What a decision for `client` of `cost` at `now` asks its store:
+    /// the key of the current bucket, written into `current`, and the
+    /// older buckets to read, their keys built only for the buckets the
+    /// sealed cache does not know.
+    #[inline]
+    fn ask(&self, client: &[u8], cost: u64, now: i64, current: &mut KeyBuf) -> Result<Ask, Error> {
+        let settings = &self.settings;
+        settings.check_cost(cost, settings.quota.limit())?;
+        let index = self.buckets.index(now);
+        let at = Position::of(&self.buckets, now);
+        let mut ask = Ask {
+            prefix_len: self.bucket_key(client, index, current),
+            index,
+            at,
+            delta: self.delta(cost, at),
+            ttl: self.buckets.ttl() + settings.expiry_slack(),
+            counts: smallvec::smallvec![0; self.buckets.history() as usize + 1],
+            read_ages: Ages::new(),
+            reads: Vec::new(),
+        };
+        let prefix = &current[..ask.prefix_len];
+        ask.read_ages = match &self.sealed {
+            Some(cache) => cache.fill(prefix, index, now, &mut ask.counts),
+            None => (1..ask.counts.len()).collect(),
+        };
+        ask.reads = ask
+            .read_ages
+            .iter()
+            .map(|&age| self.sibling(prefix, index - age as i64))
+            .collect();
+        Ok(ask)
+    }
+
+    /// Decides a request of `cost` from `client` at `now` on a store
+    /// that answers at once, within the caller's poll: the same steps as
+    /// [`check_nanos`](Self::check_nanos), with no future in between.
+    /// The repairs of counters that hold garbage, which never happen to a
+    /// healthy store, take the same path as there, run to completion at
+    /// once.
+    pub(crate) fn check_now(
+        &self,
+        store: &dyn ImmediateStore,
+        client: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Decision, Error> {
+        let mut current = KeyBuf::new();
+        let mut ask = self.ask(client, cost, now, &mut current)?;
+        let counters = match store.increment_now(&current, ask.delta, ask.ttl, &ask.reads) {
+            Ok(counters) => counters,
+            Err(error) => {
+                let error = Error::from(error);
+                let Some(cause) = not_a_counter(&error) else {
+                    return Err(error);
+                };
+                let settings = &self.settings;
+                let repaired = repair(settings, &current, &ask.reads, ask.delta, ask.ttl, cause);
+                at_once(repaired)??
+            }
+        };
+        let wrapped = counters.value < ask.delta;
+        if wrapped {
+            let call = Call::Now(store);
+            at_once(self.repair_wrap(call, &current, counters.value, ask.ttl))?;
+        }
+        let mut settled = self.settle(&mut ask, &current, &counters, wrapped, now);
+        if settled.refund {
+            self.take_back(&mut settled.decoded, ask.delta);
+            if let Err(error) = store.decrement_now(&current, ask.delta) {
+                refund_failed(&error.into(), ask.delta);
+            }
+        }
+        Ok(self.decision(&settled, now, cost))
+    }
+
+    /// Decides a request of `cost` from `client` at `now`, waiting for
+    /// the store: one increment of the current bucket with the reads of
+    /// the older ones, within the deadline.
     pub(crate) async fn check_nanos(
         &self,
         client: &[u8],
@@ -99,84 +231,97 @@ impl WindowCounter {
         now: i64,
     ) -> Result<Decision, Error> {
         let settings = &self.settings;
-        settings.check_cost(cost, settings.quota.limit())?;
-        let client = settings.keys.client(client);
-        let index = self.buckets.index(now);
-        let limit = settings.quota.limit();
-        let at = Position::of(&self.buckets, now);
-        let delta = self.delta(cost, at);
-
-        // Older buckets whose final count is known locally are not read,
-        // and their keys are not even built.
-        let mut counts: Counts = smallvec::smallvec![0; self.buckets.history() as usize + 1];
-        let read_ages: Ages = match &self.sealed {
-            Some(cache) => cache.fill(client.as_bytes(), index, now, &mut counts),
-            None => (1..counts.len()).collect(),
-        };
-        let reads: Vec<Vec<u8>> = read_ages
-            .iter()
-            .map(|&age| self.bucket_key(&client, index - age as i64).to_vec())
-            .collect();
-        let prefix_len = client.as_bytes().len();
-        let current = client.into_key(&self.buckets.suffix(index));
-        let ttl = self.buckets.ttl() + settings.expiry_slack();
-        let (call, counted) = match settings.store.immediate() {
-            Some(store) => (
-                Call::Now(store),
-                store
-                    .increment_now(&current, delta, ttl, &reads)
-                    .map_err(Error::from),
-            ),
-            None => {
-                let increment = settings.store.increment(&current, delta, ttl, &reads);
-                let mut within = std::pin::pin!(settings.within_deadline(increment));
-                let counted = within.as_mut().await;
-                (Call::Waiting(within.left()), counted)
-            }
+        if let Some(store) = settings.store.immediate() {
+            return self.check_now(store, client, cost, now);
+        }
+        let mut current = KeyBuf::new();
+        let mut ask = self.ask(client, cost, now, &mut current)?;
+        let (counted, call) = {
+            let increment = settings
+                .store
+                .increment(&current, ask.delta, ask.ttl, &ask.reads);
+            let mut within = std::pin::pin!(settings.within_deadline(increment));
+            let counted = within.as_mut().await;
+            (counted, Call::Waiting(within.left()))
         };
         let counters = match counted {
             Err(error) => match not_a_counter(&error) {
-                Some(cause) => repair(settings, &current, &reads, delta, ttl, cause).await?,
+                Some(cause) => {
+                    repair(settings, &current, &ask.reads, ask.delta, ask.ttl, cause).await?
+                }
                 None => return Err(error),
             },
             Ok(counters) => counters,
         };
-
         // An increment that lands below itself went past 2^64 and
         // wrapped: the counter is not a small count but a full one.
-        let wrapped = counters.value < delta;
+        let wrapped = counters.value < ask.delta;
+        if wrapped {
+            self.repair_wrap(call, &current, counters.value, ask.ttl)
+                .await;
+        }
+        let mut settled = self.settle(&mut ask, &current, &counters, wrapped, now);
+        if settled.refund {
+            self.take_back(&mut settled.decoded, ask.delta);
+            self.refund(call, &current, ask.delta).await;
+        }
+        Ok(self.decision(&settled, now, cost))
+    }
+
+    /// The estimate from the `counters` the store answered `ask` with:
+    /// every count checked, the sealed buckets among them kept, and
+    /// whether the request fits. A counter that `wrapped` counts as a full
+    /// window and denies.
+    #[inline]
+    fn settle(
+        &self,
+        ask: &mut Ask,
+        current: &[u8],
+        counters: &Counters,
+        wrapped: bool,
+        now: i64,
+    ) -> Settled {
+        let mut counts = std::mem::take(&mut ask.counts);
         counts[0] = if wrapped {
-            self.repair_wrap(call, &current, counters.value, ttl).await;
             self.full()
         } else {
-            self.checked(counters.value, &current)
+            self.checked(counters.value, current)
         };
-        for ((&age, count), key) in read_ages.iter().zip(&counters.read).zip(&reads) {
+        let reads = ask.read_ages.iter().zip(&counters.read).zip(&ask.reads);
+        for ((&age, count), key) in reads {
             counts[age] = self.checked(count.unwrap_or(0), key);
         }
         if let Some(cache) = &self.sealed {
-            let sealed: Vec<SealedBucket> = read_ages
-                .iter()
-                .filter_map(|&age| self.sealed_bucket(index - age as i64, counts[age], now))
-                .collect();
-            cache.keep(&current[..prefix_len], &sealed, now);
+            if !ask.read_ages.is_empty() {
+                let sealed: Vec<SealedBucket> = ask
+                    .read_ages
+                    .iter()
+                    .filter_map(|&age| self.sealed_bucket(ask.index - age as i64, counts[age], now))
+                    .collect();
+                cache.keep(&current[..ask.prefix_len], &sealed, now);
+            }
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read.
-        let mut decoded = self.decode(counts);
-        let allowed = admits(&decoded.window(), at, limit);
-
-        let allowed = allowed && !wrapped;
-        if !allowed && !wrapped && settings.denied == DeniedRequests::Refunded {
-            self.take_back(&mut decoded, delta);
-            self.refund(call, &current, delta).await;
+        let decoded = self.decode(counts);
+        let allowed = !wrapped && admits(&decoded.window(), ask.at, self.settings.quota.limit());
+        let refund = !allowed && !wrapped && self.settings.denied == DeniedRequests::Refunded;
+        Settled {
+            decoded,
+            allowed,
+            refund,
         }
-        let v = self.verdict(&decoded, now, allowed, cost);
+    }
+
+    /// The decision `settled` comes to for a request of `cost` at `now`.
+    fn decision(&self, settled: &Settled, now: i64, cost: u64) -> Decision {
+        let limit = self.settings.quota.limit();
+        let v = self.verdict(&settled.decoded, now, settled.allowed, cost);
         let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
         };
-        Ok(decision.with_used(v.used))
+        decision.with_used(v.used)
     }
 
     /// Bucket `index` with its `count`, if it is sealed at `now`: closed
@@ -206,7 +351,7 @@ impl WindowCounter {
     /// the bucket slides out of the window.
     async fn refund(&self, call: Call<'_>, key: &[u8], cost: u64) {
         if let Err(error) = self.decrement(call, key, cost).await {
-            tracing::warn!(%error, cost, "refund of a denied request failed");
+            refund_failed(&error, cost);
         }
     }
 
@@ -281,7 +426,8 @@ impl WindowCounter {
             return Ok(());
         }
         let settings = &self.settings;
-        let key = self.bucket_key(&settings.keys.client(client), self.buckets.index(now));
+        let mut key = KeyBuf::new();
+        self.bucket_key(client, self.buckets.index(now), &mut key);
         // A refund asked for on its own has the whole deadline.
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
@@ -293,11 +439,10 @@ impl WindowCounter {
 
     pub(crate) async fn reset(&self, client: &[u8], now_nanos: i64) -> Result<(), Error> {
         let settings = &self.settings;
-        let client = settings.keys.client(client);
         // Every bucket the estimate reads right now.
-        let keys = self.keys(&client, now_nanos);
+        let keys = self.keys_at(client, now_nanos);
         if let Some(cache) = &self.sealed {
-            cache.remove(client.as_bytes());
+            cache.remove(routing_prefix(&keys[0]));
         }
         settings
             .within_deadline(settings.store.delete(&keys))

@@ -144,18 +144,17 @@ impl SealedCache {
     /// (`current - age`) is known, and returns the ages that are not.
     pub(crate) fn fill(&self, client: &[u8], current: i64, now: i64, counts: &mut [u64]) -> Ages {
         let entries = self.lock();
-        let ring = entries.map.get(client).filter(|ring| ring.last_read >= now);
-        (1..counts.len())
-            .filter(
-                |&age| match ring.and_then(|ring| ring.get(current - age as i64)) {
-                    Some(count) => {
-                        counts[age] = count;
-                        false
-                    }
-                    None => true,
-                },
-            )
-            .collect()
+        let Some(ring) = entries.map.get(client).filter(|ring| ring.last_read >= now) else {
+            return (1..counts.len()).collect();
+        };
+        let mut unknown = Ages::new();
+        for (age, count) in counts.iter_mut().enumerate().skip(1) {
+            match ring.get(current - age as i64) {
+                Some(known) => *count = known,
+                None => unknown.push(age),
+            }
+        }
+        unknown
     }
 
     /// Keeps the final counts of `sealed` buckets of `client`. When full,

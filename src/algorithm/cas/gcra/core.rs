@@ -74,6 +74,48 @@ pub(super) fn to_f64(value: i128) -> f64 {
     }
 }
 
+/// A stored TAT: an optional `-` and 1 to 39 decimal digits within
+/// `i128`, padded with ASCII whitespace (memcached pads a value it
+/// shortened). What `str::parse` reads of what [`encode`](CasCore::encode)
+/// writes, with one 64-by-64-bit multiply for the up to 36 digits a TAT
+/// has rather than a 128-bit multiply per digit; anything else is not a
+/// TAT.
+pub(super) fn parse_tat(bytes: &[u8]) -> Option<i128> {
+    const RUN: usize = 18;
+    let bytes = bytes.trim_ascii();
+    let (negative, digits) = match bytes.split_first() {
+        Some((b'-', digits)) => (true, digits),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() || digits.len() > 39 {
+        return None;
+    }
+    // At most 18 digits, which fit in 64 bits: no check per digit but
+    // that it is one.
+    let run = |digits: &[u8]| {
+        let (value, all_digits) = digits.iter().fold((0u64, true), |(value, ok), &byte| {
+            let digit = byte.wrapping_sub(b'0');
+            let value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+            (value, ok & (digit <= 9))
+        });
+        (all_digits && !digits.is_empty()).then_some(u128::from(value))
+    };
+    // Up to 36 digits in two runs of at most 18, which cannot overflow.
+    let (head, tail) = digits.split_at(digits.len().min(2 * RUN));
+    let (high, low) = head.split_at(head.len().saturating_sub(RUN));
+    let mut value = match high.is_empty() {
+        true => run(low)?,
+        false => run(high)? * 10u128.pow(RUN as u32) + run(low)?,
+    };
+    if !tail.is_empty() {
+        value = value
+            .checked_mul(10u128.pow(tail.len() as u32))?
+            .checked_add(run(tail)?)?;
+    }
+    let value = i128::try_from(value).ok()?;
+    Some(if negative { -value } else { value })
+}
+
 impl CasCore for GcraCore {
     type State = i128;
 
@@ -96,7 +138,7 @@ impl CasCore for GcraCore {
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<i128> {
-        std::str::from_utf8(bytes).ok()?.trim().parse().ok()
+        parse_tat(bytes)
     }
 
     /// A TAT further ahead of `now` than [`horizon`](GcraCore::horizon),

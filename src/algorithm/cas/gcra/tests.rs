@@ -106,3 +106,38 @@ fn a_refund_gives_back_no_more_than_was_taken() {
     assert!(run(Ask::at(1, 0)).is_allowed());
     assert!(run(Ask::at(1, 0)).is_denied());
 }
+
+proptest::proptest! {
+    /// The stored TAT reads as `str::parse` reads it, for every `i128`
+    /// and for text around it: padded, signed, too long, or not digits.
+    #[test]
+    fn a_tat_parses_as_str_parse_reads_it(
+        tat: i128,
+        pad in "[ \r\n\t]{0,3}",
+        noise in "[-+0-9 a]{0,45}",
+    ) {
+        let written = format!("{tat}{pad}");
+        proptest::prop_assert_eq!(parse_tat(written.as_bytes()), Some(tat));
+        let expected = noise
+            .trim()
+            .parse::<i128>()
+            .ok()
+            .filter(|_| !noise.trim().starts_with('+'));
+        proptest::prop_assert_eq!(parse_tat(noise.as_bytes()), expected, "{:?}", noise);
+    }
+}
+
+#[test]
+fn a_tat_at_the_edges_of_i128() {
+    for tat in [i128::MAX, i128::MIN + 1, 0, -1] {
+        assert_eq!(parse_tat(tat.to_string().as_bytes()), Some(tat));
+    }
+    // i128::MIN's digits are one past i128::MAX: not a TAT any writer
+    // could store, so not read as one either.
+    assert_eq!(parse_tat(i128::MIN.to_string().as_bytes()), None);
+    assert_eq!(parse_tat(b"170141183460469231731687303715884105728"), None);
+    assert_eq!(parse_tat(b""), None);
+    assert_eq!(parse_tat(b"-"), None);
+    assert_eq!(parse_tat(b"1 2"), None);
+    assert_eq!(parse_tat(&[0xff; 36]), None);
+}
