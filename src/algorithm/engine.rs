@@ -99,6 +99,21 @@ impl Engine {
         }
     }
 
+    /// Whether its store answers at once, so that
+    /// [`check_now`](Self::check_now) decides.
+    pub(crate) fn answers_at_once(&self) -> bool {
+        let settings = match self {
+            Self::Window(engine) => &engine.settings,
+            Self::TokenBucket(engine) => engine.settings(),
+            Self::Gcra(engine) => engine.settings(),
+            Self::SlidingLog(engine) => engine.settings(),
+            Self::HybridQuota(engine) => engine.settings(),
+            Self::DiscreteRefill(engine) => engine.settings(),
+            Self::Sessionize(engine) => engine.settings(),
+        };
+        settings.store.immediate().is_some()
+    }
+
     /// [`check`](Self::check) within the caller's poll, if the store
     /// answers at once; `None` for a store that must be waited for.
     pub(crate) fn check_now(

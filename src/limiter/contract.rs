@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::algorithm::Inspection;
+use crate::algorithm::{unix_nanos, Inspection};
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
@@ -67,6 +67,35 @@ pub trait Limiter: Send + Sync {
     /// happened `at`; see [`RateLimiter::check_at`].
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error>;
 
+    /// [`check_at`](Self::check_at), decided within the caller's poll
+    /// when the limiter's store answers at once (an in-process store such
+    /// as [`MemoryStore`](crate::MemoryStore)); `None`, having counted
+    /// nothing, when it must be waited for, and then always. The http
+    /// layer and [`Policies::check_now`](crate::Policies::check_now)
+    /// answer with no future of their own when every limiter decides
+    /// here. By default `None`.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Limiter, MemoryStore, SlidingWindow};
+    /// use std::sync::Arc;
+    ///
+    /// let limiter = SlidingWindow::builder("2/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let now = chrono::Utc::now();
+    /// let first = limiter.check_now(b"alice", 1, now).expect("an in-process store")?;
+    /// assert!(first.is_allowed());
+    /// assert_eq!(first.remaining(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn check_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Option<Result<Decision, Error>> {
+        let _ = (key, cost, at);
+        None
+    }
+
     /// Gives back `cost` units that an allowed decision of client `key` at
     /// `at` took; see [`RateLimiter::refund_at`].
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error>;
@@ -112,6 +141,18 @@ impl Limiter for RateLimiter {
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
         RateLimiter::check_at(self, key, cost, at).await
+    }
+
+    fn check_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Option<Result<Decision, Error>> {
+        match unix_nanos(at) {
+            Ok(now) => self.decide_now(key, cost, now),
+            Err(error) => Some(Err(error)),
+        }
     }
 
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
@@ -182,6 +223,15 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
         Self: 'async_trait,
     {
         (**self).check_at(key, cost, at)
+    }
+
+    fn check_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Option<Result<Decision, Error>> {
+        (**self).check_now(key, cost, at)
     }
 
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {

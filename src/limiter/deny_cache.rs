@@ -175,6 +175,28 @@ impl<L: Limiter> DenyCache<L> {
     }
 }
 
+impl<L: Limiter> DenyCache<L> {
+    /// The remembered denial of `key` for `cost` at `now`, counted as a
+    /// hit.
+    fn hit(&self, key: &[u8], cost: u64, now: i64) -> Option<Decision> {
+        let decision = self.cached(key, cost, now)?;
+        self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(decision)
+    }
+
+    /// Remembers the inner limiter's `decision` of `key` at `now` if it
+    /// denied; otherwise forgets any denial remembered: the client just
+    /// spent quota (a cheaper request got in), so a remembered denial
+    /// may now end too early.
+    fn learn(&self, key: &[u8], cost: u64, now: i64, decision: Decision) {
+        if decision.is_denied() {
+            self.remember(key, cost, now, decision);
+        } else {
+            self.lock().remove(key);
+        }
+    }
+}
+
 #[async_trait]
 impl<L: Limiter> Limiter for DenyCache<L> {
     fn quota(&self) -> Quota {
@@ -203,19 +225,32 @@ impl<L: Limiter> Limiter for DenyCache<L> {
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
         let now = unix_nanos(at)?;
-        if let Some(decision) = self.cached(key, cost, now) {
-            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(decision) = self.hit(key, cost, now) {
             return Ok(decision);
         }
         let decision = self.inner.check_at(key, cost, at).await?;
-        if decision.is_denied() {
-            self.remember(key, cost, now, decision);
-        } else {
-            // The client just spent quota (a cheaper request got in), so a
-            // remembered denial may now end too early: forget it.
-            self.lock().remove(key);
-        }
+        self.learn(key, cost, now, decision);
         Ok(decision)
+    }
+
+    fn check_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Option<Result<Decision, Error>> {
+        let now = match unix_nanos(at) {
+            Ok(now) => now,
+            Err(error) => return Some(Err(error)),
+        };
+        if let Some(decision) = self.hit(key, cost, now) {
+            return Some(Ok(decision));
+        }
+        let decision = self.inner.check_now(key, cost, at)?;
+        if let Ok(decision) = decision {
+            self.learn(key, cost, now, decision);
+        }
+        Some(decision)
     }
 
     /// Forgets a cached denial of `key` too: what it remembered may no

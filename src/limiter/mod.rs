@@ -29,6 +29,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::key::Printable;
 use crate::quota::Quota;
+use crate::store::at_once;
 use std::sync::Arc;
 
 pub use self::algorithm_builders::CasAlgorithm;
@@ -99,14 +100,25 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// Decides one request of cost 1 from client `key`, now.
     pub async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
-        self.decide(key, 1, self.now()?).await
+        // Decided here when the store answers at once: through `decide`,
+        // this future would hold the waiting decision's, over a kilobyte,
+        // and move it on every call.
+        let now = self.now()?;
+        match self.decide_now(key, 1, now) {
+            Some(outcome) => outcome,
+            None => self.decide_waiting(key, 1, now).await,
+        }
     }
 
     /// Decides one request of `cost` units from client `key`, now. A cost
     /// of 0 is [`Error::ZeroCost`]; a cost above what the limiter can ever
     /// hold is [`Error::CostExceedsLimit`].
     pub async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
-        self.decide(key, cost, self.now()?).await
+        let now = self.now()?;
+        match self.decide_now(key, cost, now) {
+            Some(outcome) => outcome,
+            None => self.decide_waiting(key, cost, now).await,
+        }
     }
 
     /// Decides one request of `cost` units from client `key` as if it
@@ -123,7 +135,11 @@ impl RateLimiter {
         cost: u64,
         at: DateTime<Utc>,
     ) -> Result<Decision, Error> {
-        self.decide(key, cost, unix_nanos(at)?).await
+        let now = unix_nanos(at)?;
+        match self.decide_now(key, cost, now) {
+            Some(outcome) => outcome,
+            None => self.decide_waiting(key, cost, now).await,
+        }
     }
 
     /// Gives back `cost` units that an allowed [`check_at`](Self::check_at)
@@ -296,41 +312,72 @@ impl RateLimiter {
     }
 
     /// The engine's decision at `now` (unix nanoseconds), or the failure
-    /// policy's in its place.
+    /// policy's in its place: within this poll on a store that answers
+    /// at once ([`decide_now`](Self::decide_now)), else waiting for it.
     ///
-    /// On a store that answers at once, the engine decides within this
-    /// poll, with no future of its own. A `tracing` span wraps the
-    /// decision only when some subscriber takes debug records: building,
-    /// entering and leaving a span nobody records cost some 400
-    /// instructions a decision. The test is the global most verbose level
-    /// any subscriber asked for (one atomic load), so a filter that names
-    /// the span still gets it; the span itself then asks its subscriber
-    /// as before.
+    /// A `tracing` span wraps the decision only when some subscriber
+    /// takes debug records: building, entering and leaving a span nobody
+    /// records cost some 400 instructions a decision. The test is the
+    /// global most verbose level any subscriber asked for (one atomic
+    /// load), so a filter that names the span still gets it; the span
+    /// itself then asks its subscriber as before.
     pub(crate) async fn decide(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
-        if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
-            let outcome = match self.engine.check_now(key, cost, now) {
-                Some(Ok(decision)) => {
-                    self.failures.count(&decision);
-                    decided(&decision);
-                    return Ok(decision);
-                }
-                Some(failed) => failed,
-                None => self.engine.check(key, cost, now).await,
-            };
-            return self.conclude(outcome, key, cost, now).await;
+        match self.decide_now(key, cost, now) {
+            Some(outcome) => outcome,
+            None => self.decide_waiting(key, cost, now).await,
         }
-        let span = tracing::debug_span!(
+    }
+
+    /// [`decide`](Self::decide), waiting for the store.
+    async fn decide_waiting(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
+        let decision = async {
+            let outcome = self.engine.check(key, cost, now).await;
+            self.conclude(outcome, key, cost, now).await
+        };
+        match self.span(key, cost) {
+            None => decision.await,
+            Some(span) => decision.instrument(span).await,
+        }
+    }
+
+    /// [`decide`](Self::decide) within the caller's poll, with no future
+    /// at all, when the store answers at once; `None`, having done
+    /// nothing, when it must be waited for.
+    pub(crate) fn decide_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Option<Result<Decision, Error>> {
+        let span = self.span(key, cost);
+        // A span is built and entered only for a decision made here.
+        if span.is_some() && !self.engine.answers_at_once() {
+            return None;
+        }
+        let _entered = span.as_ref().map(tracing::Span::enter);
+        Some(match self.engine.check_now(key, cost, now)? {
+            Ok(decision) => {
+                self.failures.count(&decision);
+                decided(&decision);
+                Ok(decision)
+            }
+            // The failure policy's stand-in decides on an in-process store
+            // too.
+            failed => at_once(self.conclude(failed, key, cost, now)).and_then(|outcome| outcome),
+        })
+    }
+
+    /// The span of a decision, when some subscriber takes debug records.
+    fn span(&self, key: &[u8], cost: u64) -> Option<tracing::Span> {
+        if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
+            return None;
+        }
+        Some(tracing::debug_span!(
             "rate_limit",
             algorithm = self.spec.algorithm.name(),
             client = %Printable(key),
             cost,
-        );
-        async {
-            let outcome = self.engine.check(key, cost, now).await;
-            self.conclude(outcome, key, cost, now).await
-        }
-        .instrument(span)
-        .await
+        ))
     }
 
     /// The engine's `outcome`, or the failure policy's decision in place

@@ -1,5 +1,6 @@
 //! [`Policies`]: several limiters deciding one request, all or nothing.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use smallvec::SmallVec;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::Limiter;
+use crate::store::at_once;
 
 /// One named limiter among [`Policies`]: `per-ip-burst`, `per-user-hour`.
 #[derive(Clone)]
@@ -103,6 +105,17 @@ impl std::fmt::Debug for Policy {
 #[derive(Debug, Clone)]
 pub struct Policies {
     policies: Arc<[Policy]>,
+    /// Whether some policy has been seen to wait for its store, so that
+    /// [`check_now`](Self::check_now) no longer tries.
+    waits: Arc<AtomicBool>,
+}
+
+/// Whether `outcome` stops the walk: a denial or an error.
+fn is_denial(outcome: &Result<Decision, Error>) -> bool {
+    match outcome {
+        Ok(decision) => decision.is_denied(),
+        Err(_) => true,
+    }
 }
 
 impl Policies {
@@ -124,7 +137,10 @@ impl Policies {
                 ));
             }
         }
-        Ok(Self { policies })
+        Ok(Self {
+            policies,
+            waits: Arc::default(),
+        })
     }
 
     /// One policy alone, which is always valid.
@@ -132,6 +148,7 @@ impl Policies {
     pub(crate) fn one(policy: Policy) -> Self {
         Self {
             policies: Arc::new([policy]),
+            waits: Arc::default(),
         }
     }
 
@@ -149,24 +166,12 @@ impl Policies {
     /// Decides one request of `cost` units; see [`check`](Self::check).
     /// One key is needed per policy, else [`Error::Config`].
     pub async fn check_n(&self, keys: &[&[u8]], cost: u64) -> Result<PolicyDecisions, Error> {
-        if keys.len() != self.policies.len() {
-            return Err(Error::Config(ConfigError::new(
-                "keys",
-                format!(
-                    "{} keys for {} policies: one key per policy",
-                    keys.len(),
-                    self.policies.len()
-                ),
-            )));
-        }
+        self.check_keys(keys)?;
         let at = self.policies[0].limiter.clock().now();
         let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {
             let outcome = policy.limiter.check_at(key, cost, at).await;
-            let denied = match &outcome {
-                Ok(decision) => decision.is_denied(),
-                Err(_) => true,
-            };
+            let denied = is_denial(&outcome);
             if denied {
                 self.give_back(&mut decided, keys, cost, at).await;
             }
@@ -175,10 +180,94 @@ impl Policies {
                 break;
             }
         }
-        Ok(PolicyDecisions {
+        Ok(self.decisions(decided))
+    }
+
+    /// [`check_n`](Self::check_n) within the caller's poll, when every
+    /// policy decides at once ([`Limiter::check_now`]: their stores are
+    /// in process); `None` when one must wait, and the request is then
+    /// decided by `check_n`, from the start. A policy that waits after
+    /// some that decided at once (limiters on different stores) has them
+    /// give the request back, as on a denial, and from then on these
+    /// policies always go the waiting way.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore, Policies, Policy};
+    /// use std::sync::Arc;
+    ///
+    /// let store = Arc::new(MemoryStore::new());
+    /// let burst = FixedWindow::builder("1/second".parse()?, store).build()?;
+    /// let policies = Policies::all([Policy::new("burst", burst)])?;
+    /// let first = policies.check_now(&[b"alice"], 1).expect("an in-process store")?;
+    /// assert!(first.is_allowed());
+    /// let second = policies.check_now(&[b"alice"], 1).expect("an in-process store")?;
+    /// assert_eq!(second.denied_by(), Some("burst"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_now(&self, keys: &[&[u8]], cost: u64) -> Option<Result<PolicyDecisions, Error>> {
+        if let Err(error) = self.check_keys(keys) {
+            return Some(Err(error));
+        }
+        if self.waits.load(Ordering::Relaxed) {
+            return None;
+        }
+        let at = self.policies[0].limiter.clock().now();
+        let mut decided: Decided = SmallVec::with_capacity(keys.len());
+        for (policy, key) in self.policies.iter().zip(keys) {
+            let Some(outcome) = policy.limiter.check_now(key, cost, at) else {
+                self.waits.store(true, Ordering::Relaxed);
+                self.give_back_now(&mut decided, keys, cost, at);
+                return None;
+            };
+            let denied = is_denial(&outcome);
+            if denied {
+                self.give_back_now(&mut decided, keys, cost, at);
+            }
+            match outcome {
+                Ok(decision) => decided.push(decision),
+                Err(error) => return Some(Err(error)),
+            }
+            if denied {
+                break;
+            }
+        }
+        Some(Ok(self.decisions(decided)))
+    }
+
+    /// One key per policy, else [`Error::Config`].
+    fn check_keys(&self, keys: &[&[u8]]) -> Result<(), Error> {
+        if keys.len() == self.policies.len() {
+            return Ok(());
+        }
+        Err(Error::Config(ConfigError::new(
+            "keys",
+            format!(
+                "{} keys for {} policies: one key per policy",
+                keys.len(),
+                self.policies.len()
+            ),
+        )))
+    }
+
+    fn decisions(&self, decided: Decided) -> PolicyDecisions {
+        PolicyDecisions {
             policies: self.policies.clone(),
             decided,
-        })
+        }
+    }
+
+    /// [`give_back`](Self::give_back) for policies that decided at once,
+    /// whose refunds complete at once too.
+    fn give_back_now(
+        &self,
+        decided: &mut [Decision],
+        keys: &[&[u8]],
+        cost: u64,
+        at: chrono::DateTime<chrono::Utc>,
+    ) {
+        if let Err(error) = at_once(self.give_back(decided, keys, cost, at)) {
+            tracing::warn!(%error, cost, "refunds to the policies that allowed a denied request did not complete; their cost stays spent");
+        }
     }
 
     /// Gives `cost` back to every policy in `decided` whose store counted

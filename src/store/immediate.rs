@@ -1,9 +1,10 @@
 //! Synchronous access to a store that answers without waiting.
 
+use std::future::Future;
 use std::time::Duration;
 
 use super::Counters;
-use crate::error::StoreError;
+use crate::error::{Error, StoreError, StoreErrorKind};
 
 /// One step of [`ImmediateStore::update_now`]: given the value held (if
 /// any) and an empty buffer, writes the new value into the buffer and
@@ -60,4 +61,19 @@ pub trait ImmediateStore: Send + Sync {
     /// empty value is not written and is an error, as
     /// [`Store::put`](crate::store::Store::put) rejects it.
     fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError>;
+}
+
+/// The result of `work` that only calls stores that answer at once, which
+/// completes it in its first poll: the rare steps of a decision that are
+/// written once, as futures, taken on the immediate path too. Work that
+/// does not complete at once is an error, never a wait.
+pub(crate) fn at_once<T>(work: impl Future<Output = T>) -> Result<T, Error> {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(work).poll(&mut context) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(Error::Store(StoreError::new(
+            StoreErrorKind::Io,
+            "a store that answers at once did not complete a call at once",
+        ))),
+    }
 }

@@ -57,6 +57,7 @@ use crate::error::StoreError;
 
 pub use crate::error::StoreErrorKind;
 pub use counting::{CountingStore, StoreCalls};
+pub(crate) use immediate::at_once;
 pub use immediate::{ImmediateStore, UpdateStep};
 #[cfg(feature = "config")]
 pub(crate) use memcached::is_host_port;

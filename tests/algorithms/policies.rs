@@ -152,3 +152,69 @@ async fn policies_are_checked_when_built_and_keys_when_used() {
     assert!(matches!(outcome, Err(Error::Config(_))), "{outcome:?}");
     assert_eq!(policies.policies()[1].limiter().quota(), limiter().quota());
 }
+
+/// Policies on in-process stores decide within the call. A policy whose
+/// store must be waited for, after one that decided at once, has that one
+/// give the request back: it counts once, on the waiting path, and from
+/// then on the policies go that way at once.
+#[tokio::test]
+async fn policies_decide_at_once_in_process_and_give_back_when_one_must_wait() {
+    use memcache_ratelimit::store::CountingStore;
+    use memcache_ratelimit::{ManualClock, MemoryStore};
+
+    let clock = ManualClock::from_unix_secs(common::T0);
+    let in_process = || {
+        FixedWindow::builder(
+            "5/minute".parse().unwrap(),
+            Arc::new(MemoryStore::with_clock(clock.clone())),
+        )
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+    };
+    let burst = Arc::new(in_process());
+    let at_once = Policies::all([Policy::new("burst", burst.clone())]).unwrap();
+    let decided = at_once
+        .check_now(&[b"alice"], 2)
+        .expect("decided at once")
+        .unwrap();
+    assert!(decided.is_allowed());
+    assert_eq!(decided.decision().remaining(), 3);
+
+    // The second policy's store is in process too, but behind a decorator
+    // that must see every call, so it is waited for.
+    let waiting = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+    let monthly = FixedWindow::builder("100/30d".parse().unwrap(), waiting.clone())
+        .namespace("month")
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mixed = Policies::all([
+        Policy::new("burst", burst.clone()),
+        Policy::new("month", monthly),
+    ])
+    .unwrap();
+    let keys: [&[u8]; 2] = [b"bob", b"bob"];
+    assert!(mixed.check_now(&keys, 1).is_none());
+    assert_eq!(
+        waiting.calls().increments,
+        0,
+        "the waiting policy was not asked"
+    );
+    // Bob's burst unit was given back: the waiting path counts him once.
+    let decided = mixed.check_n(&keys, 1).await.unwrap();
+    assert_eq!(
+        decided
+            .decisions()
+            .map(|(_, d)| d.remaining())
+            .collect::<Vec<_>>(),
+        [4, 99]
+    );
+    // From now on these policies take the waiting path at once, asking
+    // nothing.
+    let allowed_before = burst.stats().allowed;
+    assert!(mixed.check_now(&keys, 1).is_none());
+    assert_eq!(burst.stats().allowed, allowed_before);
+    // Each policy set keeps its own path.
+    assert!(at_once.check_now(&[b"alice"], 1).is_some());
+}

@@ -16,3 +16,4 @@ mod layer_configuration;
 mod policies_layer;
 mod ratelimit_fields;
 mod server;
+mod service_clones;

@@ -95,6 +95,10 @@ impl<C: CasCore> CasLimiter<C> {
         self.engine.counters.snapshot()
     }
 
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// The one key holding `client`'s state.
     pub(crate) fn key(&self, client: &[u8]) -> Vec<u8> {
         let mut key = KeyBuf::new();

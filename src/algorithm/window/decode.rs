@@ -3,25 +3,8 @@
 //! decoded and checked, and the window the estimate weighs.
 
 use super::engine::WindowCounter;
-use super::math::{verdict, Counts, Position, Verdict, Window};
+use super::math::{verdict, Counts, Decoded, Position, Verdict};
 use super::moment;
-
-/// The counts of the buckets read, and for packed counters their offset
-/// sums beside them.
-pub(super) struct Decoded {
-    pub(super) counts: Counts,
-    pub(super) offsets: Counts,
-}
-
-impl Decoded {
-    /// The window it holds, as the estimate weighs it.
-    pub(super) fn window(&self) -> Window<'_> {
-        Window {
-            counts: &self.counts,
-            offsets: &self.offsets,
-        }
-    }
-}
 
 impl WindowCounter {
     /// What a counter that wrapped is set to: a full window, the limit

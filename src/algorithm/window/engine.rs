@@ -3,12 +3,10 @@
 //! older buckets in the same round trip, the estimate, and the refund of a
 //! denied request.
 
-use std::future::Future;
 use std::time::Duration;
 
 use super::buckets::Buckets;
-use super::decode::Decoded;
-use super::math::{admits, Counts, Position};
+use super::math::{admits, Counts, Decoded, Position};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{Ages, SealedBucket, SealedCache};
@@ -16,9 +14,9 @@ use crate::algorithm::inspect::{InspectedKey, Inspection};
 use crate::algorithm::settings::{timeout, DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::error::{StoreError, StoreErrorKind};
+use crate::error::StoreError;
 use crate::key::{routing_prefix, sibling_key, KeyBuf};
-use crate::store::{parse_counter, Counters, ImmediateStore, PutCondition};
+use crate::store::{at_once, parse_counter, Counters, ImmediateStore, PutCondition};
 
 /// How a decision calls its store.
 #[derive(Clone, Copy)]
@@ -55,19 +53,6 @@ struct Settled {
     allowed: bool,
     /// Whether the denied request's cost is given back.
     refund: bool,
-}
-
-/// The result of `work` on a store that answers at once, which completes
-/// it in its first poll; one that does not is an error, never a wait.
-fn at_once<T>(work: impl Future<Output = T>) -> Result<T, Error> {
-    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-    match std::pin::pin!(work).poll(&mut context) {
-        std::task::Poll::Ready(value) => Ok(value),
-        std::task::Poll::Pending => Err(Error::Store(StoreError::new(
-            StoreErrorKind::Io,
-            "a store that answers at once did not complete a call at once",
-        ))),
-    }
 }
 
 /// Reports a refund of `cost` that failed. The denial stands.

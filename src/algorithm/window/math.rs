@@ -143,6 +143,23 @@ fn remaining(scaled: u128, at: Position, limit: u64) -> u64 {
     u64::try_from(room / u128::from(at.len)).unwrap_or(limit)
 }
 
+/// The counts of the buckets read, and for packed counters their offset
+/// sums beside them.
+pub(crate) struct Decoded {
+    pub(crate) counts: Counts,
+    pub(crate) offsets: Counts,
+}
+
+impl Decoded {
+    /// The window it holds, as the estimate weighs it.
+    pub(crate) fn window(&self) -> Window<'_> {
+        Window {
+            counts: &self.counts,
+            offsets: &self.offsets,
+        }
+    }
+}
+
 /// The verdict for a request of `cost`, given `counts` as they stand once
 /// the decision is settled (with the request's cost in `counts[0]` when it
 /// was allowed or counted anyway, without it when it was refunded).

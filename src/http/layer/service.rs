@@ -63,52 +63,88 @@ where
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<ResBody>, S::Error>> + Send>>;
+    type Future = BoxedResponse<ResBody, S::Error>;
 
     fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(context)
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The clone is not ready; the instance polled ready serves this call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let (parts, body) = request.into_parts();
-            let keys = match shared.keys(&parts) {
-                Keys::Each(keys) => keys,
-                Keys::Unlimited => return inner.call(Request::from_parts(parts, body)).await,
-                Keys::Answer(response) => return Ok(response.map(ResBody::from)),
-            };
-            let cost = shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+        let (parts, body) = request.into_parts();
+        let keys = match self.shared.keys(&parts) {
+            Keys::Each(keys) => keys,
+            Keys::Unlimited => return Box::pin(self.inner.call(Request::from_parts(parts, body))),
+            Keys::Answer(response) => return answer(response),
+        };
+        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+        let decided_now = {
             let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
-            let decided = match shared.policies.check_n(&slices, cost).await {
-                Ok(decided) => decided,
-                Err(error) => return Ok(failed(&error).map(ResBody::from)),
-            };
-            let deny = match decided.denied_by() {
-                Some(policy) if shared.shadow => {
-                    shared.shadow_denials.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(
-                        policy,
-                        "shadow mode: a request that would be denied goes on"
-                    );
-                    false
-                }
-                Some(_) => true,
-                None => false,
-            };
-            let mut response = if deny {
-                shared.denial(&decided).map(ResBody::from)
-            } else {
-                inner.call(Request::from_parts(parts, body)).await?
-            };
-            shared.annotate(response.headers_mut(), &slices, &decided);
-            Ok(response)
-        })
+            self.shared
+                .policies
+                .check_now(&slices, cost)
+                .map(|decided| self.shared.settle(decided, &slices))
+        };
+        let shared = self.shared.clone();
+        match decided_now {
+            // Decided within this call (in-process stores): the service
+            // polled ready serves the request, with no clone of it.
+            Some(Settled::Answer(response)) => answer(response),
+            Some(Settled::Serve(decided)) => {
+                let served = self.inner.call(Request::from_parts(parts, body));
+                Box::pin(async move {
+                    let mut response = served.await?;
+                    shared.annotate(response.headers_mut(), &slices(&keys), &decided);
+                    Ok(response)
+                })
+            }
+            // Waiting for the store: the future owns the service polled
+            // ready, and a clone of it stays for the next call.
+            None => {
+                let clone = self.inner.clone();
+                let mut inner = std::mem::replace(&mut self.inner, clone);
+                Box::pin(async move {
+                    let slices = slices(&keys);
+                    let decided = shared.policies.check_n(&slices, cost).await;
+                    let decided = match shared.settle(decided, &slices) {
+                        Settled::Serve(decided) => decided,
+                        Settled::Answer(response) => return Ok(response.map(ResBody::from)),
+                    };
+                    let mut response = inner.call(Request::from_parts(parts, body)).await?;
+                    shared.annotate(response.headers_mut(), &slices, &decided);
+                    Ok(response)
+                })
+            }
+        }
     }
 }
+
+/// What the layer does with a request once its policies have decided.
+enum Settled {
+    /// Call the service, then write the fields of these decisions.
+    Serve(PolicyDecisions),
+    /// Answer at once with this response: a denial, or the failure to
+    /// decide.
+    Answer(Response<String>),
+}
+
+/// The keys as slices, inline for up to two policies.
+fn slices(keys: &[Vec<u8>]) -> SmallVec<[&[u8]; 2]> {
+    keys.iter().map(Vec::as_slice).collect()
+}
+
+/// A response answered without calling the service.
+fn answer<ResBody, E>(response: Response<String>) -> BoxedResponse<ResBody, E>
+where
+    ResBody: From<String> + Send + 'static,
+    E: 'static,
+{
+    // An async block rather than `ready`: its error type need not be
+    // `Send`, as it holds none.
+    Box::pin(async move { Ok(response.map(ResBody::from)) })
+}
+
+/// The future of a rate-limited request.
+type BoxedResponse<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
 
 impl Shared {
     /// Who `parts` counts as under each policy, or why it is not counted.
@@ -163,6 +199,33 @@ impl Shared {
             }
         }
         response
+    }
+
+    /// The request goes on to the service with the policies' decisions,
+    /// or is answered at once: a denial, with its fields, or the failure
+    /// to decide. In shadow mode a denial is counted and logged, and the
+    /// request goes on.
+    fn settle(&self, decided: Result<PolicyDecisions, Error>, keys: &[&[u8]]) -> Settled {
+        let decided = match decided {
+            Ok(decided) => decided,
+            Err(error) => return Settled::Answer(failed(&error)),
+        };
+        match decided.denied_by() {
+            None => Settled::Serve(decided),
+            Some(policy) if self.shadow => {
+                self.shadow_denials.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    policy,
+                    "shadow mode: a request that would be denied goes on"
+                );
+                Settled::Serve(decided)
+            }
+            Some(_) => {
+                let mut response = self.denial(&decided);
+                self.annotate(response.headers_mut(), keys, &decided);
+                Settled::Answer(response)
+            }
+        }
     }
 
     /// The answer to a request that `decided` denies.
