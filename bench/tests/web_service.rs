@@ -1,6 +1,7 @@
 //! The web-service benchmark's service answers as the table says it
 //! does: every variant says hello through its rate limit, the layer's
-//! answers carry the RateLimit fields, the increment variant counts in a
+//! answers carry the RateLimit fields (and the fields variant constants
+//! as long), the increment variant counts in a
 //! real memcached, and `/__bench/count` counts what was answered.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -128,6 +129,27 @@ fn the_layer_announces_its_policy_on_the_embedded_store_and_on_memcached() {
         assert_ne!(pk(&first), pk(&other), "{args:?}");
         assert_eq!(service.answered(), 3, "{args:?}");
     }
+}
+
+/// The constant fields are as long as the layer's: the fields variant
+/// measures what carrying them costs.
+#[test]
+fn the_fields_variant_carries_fields_as_long_as_the_layers() {
+    let field = |answer: &str, name: &str| {
+        answer
+            .lines()
+            .find(|line| line.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {answer}"))
+            .len()
+    };
+    let fields = Service::start(&["--variant", "fields", "--keys", "1"]);
+    let layer = Service::start(&["--variant", "layer", "--keys", "1"]);
+    let constant = says_hello(&fields, "client-1");
+    let computed = says_hello(&layer, "client-1");
+    for name in ["ratelimit-policy: ", "ratelimit: "] {
+        assert_eq!(field(&constant, name), field(&computed, name), "{name}");
+    }
+    assert_eq!(fields.answered(), 1);
 }
 
 #[test]

@@ -33,7 +33,6 @@ use std::time::Duration;
 use smallvec::SmallVec;
 
 pub use self::partition_key::PartitionKeySecret;
-use self::partition_key::PK_LEN;
 pub use self::policy::{HeaderPolicy, QuotaUnit, MAX_POLICY_NAME};
 use self::writer::{integer, integer_item, ListWriter};
 use crate::decision::Decision;
@@ -301,7 +300,9 @@ impl RateLimitFields {
             .max();
         out.reserve(64 * (2 * policies.len() + announced.len()) + 32);
         let mut written = Written::new();
-        let mut pks: SmallVec<[Option<[u8; PK_LEN]>; 2]> = SmallVec::new();
+        // Where each decided policy's `pk` value is in `out`, written
+        // once and copied into the second field.
+        let mut pks: SmallVec<[Option<Range<usize>>; 2]> = SmallVec::new();
         let mut policy_list = ListWriter::new(out);
         for (policy, key, _) in policies {
             pks.push(self.announce(&mut policy_list, policy, key));
@@ -320,7 +321,7 @@ impl RateLimitFields {
                 .integer("r", decision.remaining())
                 .integer("t", effective_window(decision));
             if let Some(pk) = pk {
-                limit_list.bytes("pk", pk);
+                limit_list.copied("pk", pk.clone());
             }
         }
         let Some(limit_field) = limit_list.finish() else {
@@ -349,18 +350,16 @@ impl RateLimitFields {
         list: &mut ListWriter<'_>,
         policy: &HeaderPolicy,
         key: &[u8],
-    ) -> Option<[u8; PK_LEN]> {
-        let pk = policy.per_client.then(|| self.secret.partition_key(key));
+    ) -> Option<Range<usize>> {
         list.member(policy.name.as_str())
             .integer("q", policy.quota.limit());
         if let Some(unit) = policy.unit.parameter() {
             list.string("qu", unit);
         }
         list.integer("w", whole_seconds(policy.quota.period()));
-        if let Some(pk) = &pk {
-            list.bytes("pk", pk);
-        }
-        pk
+        policy
+            .per_client
+            .then(|| list.bytes("pk", &self.secret.partition_key(key)))
     }
 }
 

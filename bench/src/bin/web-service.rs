@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::routing::get;
 use axum::Router;
 use clap::{Parser, ValueEnum};
@@ -85,6 +85,10 @@ enum Variant {
     /// One `MemcachedStore::increment` of the client's counter per
     /// request, in the handler, without a limiter.
     Increment,
+    /// The handler alone, answering with the two fields the layer writes
+    /// on an allowed request, as constants of the same length: what
+    /// carrying them costs the service, whatever computes them.
+    Fields,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -211,6 +215,29 @@ async fn app(args: &Args) -> Result<Router, String> {
             };
             greeted.layer(layer)
         }
+        Variant::Fields => Router::new().route(
+            "/",
+            get(|| async {
+                let answer = hello().await;
+                (
+                    [
+                        (
+                            HeaderName::from_static("ratelimit-policy"),
+                            HeaderValue::from_static(
+                                r#""default";q=1000000000;w=60;pk=:wkfpjMrY8Es4e3nE:"#,
+                            ),
+                        ),
+                        (
+                            HeaderName::from_static("ratelimit"),
+                            HeaderValue::from_static(
+                                r#""default";r=999999998;t=62;pk=:wkfpjMrY8Es4e3nE:"#,
+                            ),
+                        ),
+                    ],
+                    answer,
+                )
+            }),
+        ),
         Variant::Increment => {
             let store = memcached(args).await?;
             let warm = store.clone();

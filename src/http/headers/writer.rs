@@ -67,11 +67,22 @@ impl<'a> ListWriter<'a> {
     }
 
     /// A parameter `;key=:base64:`: a Byte Sequence (section 4.1.8).
-    pub(super) fn bytes(&mut self, key: &str, value: &[u8]) -> &mut Self {
+    /// Returns where its value is in the buffer, for
+    /// [`copied`](Self::copied).
+    pub(super) fn bytes(&mut self, key: &str, value: &[u8]) -> Range<usize> {
         self.key(key);
+        let start = self.out.len();
         self.out.push(b':');
         push_base64(self.out, value);
         self.out.push(b':');
+        start..self.out.len()
+    }
+
+    /// A parameter `;key=` whose value is a copy of one already written
+    /// at `value` in the buffer.
+    pub(super) fn copied(&mut self, key: &str, value: Range<usize>) -> &mut Self {
+        self.key(key);
+        self.out.extend_from_within(value);
         self
     }
 

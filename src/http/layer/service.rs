@@ -275,6 +275,7 @@ impl Shared {
             .write_announcing(&mut values, &decided_entries, &announced);
         // One buffer for every value: each field holds a slice of it.
         let values = Bytes::from(values);
+        headers.reserve(written.len());
         for (name, value) in written {
             if self.shadow && name == field::RETRY_AFTER {
                 continue;
@@ -292,13 +293,19 @@ impl Shared {
 /// The name of a field [`RateLimitFields`](crate::http::RateLimitFields)
 /// writes, without parsing it again on every response.
 fn header_name(name: &str) -> Option<HeaderName> {
+    // Constants: `from_static` checks its name each time it runs.
+    const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+    const LIMIT: HeaderName = HeaderName::from_static("ratelimit");
+    const LEGACY_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+    const LEGACY_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+    const LEGACY_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
     Some(match name {
-        field::POLICY => HeaderName::from_static("ratelimit-policy"),
-        field::LIMIT => HeaderName::from_static("ratelimit"),
+        field::POLICY => POLICY,
+        field::LIMIT => LIMIT,
         field::RETRY_AFTER => http::header::RETRY_AFTER,
-        field::LEGACY_LIMIT => HeaderName::from_static("x-ratelimit-limit"),
-        field::LEGACY_REMAINING => HeaderName::from_static("x-ratelimit-remaining"),
-        field::LEGACY_RESET => HeaderName::from_static("x-ratelimit-reset"),
+        field::LEGACY_LIMIT => LEGACY_LIMIT,
+        field::LEGACY_REMAINING => LEGACY_REMAINING,
+        field::LEGACY_RESET => LEGACY_RESET,
         other => HeaderName::from_bytes(other.as_bytes()).ok()?,
     })
 }
