@@ -223,6 +223,21 @@ impl Limiter for DynamicLimiter {
         self.limiter_for(key)?.check(key).await
     }
 
+    /// With the limiter of the client's quota, at once if its store
+    /// answers at once. A quota that cannot be built is its error, as in
+    /// [`check_at`](Limiter::check_at), on either kind of store.
+    fn check_now(
+        &self,
+        key: &[u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Option<Result<Decision, Error>> {
+        match self.limiter_for(key) {
+            Ok(limiter) => Limiter::check_now(&limiter, key, cost, at),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
     /// To the limiter of the client's quota now; a quota changed between
     /// the decision and the refund gives the units to the new one.
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {

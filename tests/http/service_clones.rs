@@ -1,6 +1,7 @@
 //! The service the layer wraps is cloned only when a decision must wait
 //! for its store: on an in-process store the instance polled ready serves
-//! the request, as the decision is made within the call.
+//! the request, as the decision is made within the call, for a limiter
+//! and for a `DynamicLimiter` alike.
 
 #![cfg(feature = "tower")]
 
@@ -16,7 +17,9 @@ use std::task::{Context, Poll};
 use http::{Request, Response, StatusCode};
 use memcache_ratelimit::http::{Header, RateLimitLayer};
 use memcache_ratelimit::store::{CountingStore, Store};
-use memcache_ratelimit::{FixedWindow, ManualClock, MemoryStore};
+use memcache_ratelimit::{
+    Algorithm, DynamicLimiter, Limiter, LimiterSpec, ManualClock, MemoryStore,
+};
 use tower::{Layer, Service, ServiceExt};
 
 /// A service that counts its clones and its calls, answering 200.
@@ -50,23 +53,32 @@ impl Service<Request<String>> for Clones {
     }
 }
 
-/// Sends 5 requests of one client through a layer of 3/minute on `store`
-/// to one service instance, polled ready before each; returns the
-/// statuses, the clones of the wrapped service made while serving and
-/// the calls it got.
-async fn serve(store: Arc<dyn Store>) -> (Vec<StatusCode>, u64, u64) {
+/// A fixed window of 3/minute on `store`, alone or as the quota every
+/// client of a `DynamicLimiter` is held to.
+fn limiter(store: Arc<dyn Store>, dynamic: bool) -> Arc<dyn Limiter> {
     let clock = ManualClock::from_unix_secs(common::T0);
-    let limiter = FixedWindow::builder("3/minute".parse().unwrap(), store)
-        .clock(clock)
-        .build()
-        .unwrap();
+    let spec = LimiterSpec::new(Algorithm::FixedWindow, "3/minute".parse().unwrap()).clock(clock);
+    if dynamic {
+        let quota = spec.quota();
+        Arc::new(DynamicLimiter::new(spec, store, move |_: &[u8]| quota).unwrap())
+    } else {
+        Arc::new(spec.build(store).unwrap())
+    }
+}
+
+/// Sends 5 requests of one client through a layer of `limiter` to one
+/// service instance, polled ready before each; returns the statuses, the
+/// clones of the wrapped service made while serving and the calls it
+/// got.
+async fn serve(limiter: Arc<dyn Limiter>) -> (Vec<StatusCode>, u64, u64) {
     let clones = Arc::new(AtomicU64::new(0));
     let calls = Arc::new(AtomicU64::new(0));
     let inner = Clones {
         clones: clones.clone(),
         calls: calls.clone(),
     };
-    let mut service = RateLimitLayer::new(limiter, Header::new("x-api-key").unwrap()).layer(inner);
+    let mut service =
+        RateLimitLayer::shared(limiter, Header::new("x-api-key").unwrap()).layer(inner);
     let made = clones.load(Ordering::SeqCst);
     let mut statuses = Vec::new();
     for _ in 0..5 {
@@ -86,14 +98,16 @@ async fn the_wrapped_service_is_cloned_only_for_decisions_that_wait() {
     let ok = StatusCode::OK;
     let denied = StatusCode::TOO_MANY_REQUESTS;
     let clock = ManualClock::from_unix_secs(common::T0);
-    let in_process = Arc::new(MemoryStore::with_clock(clock.clone()));
-    let (statuses, clones, calls) = serve(in_process).await;
-    assert_eq!(statuses, [ok, ok, ok, denied, denied]);
-    assert_eq!((clones, calls), (0, 3));
-    // The same store behind a decorator that must see every call: each
-    // request waits, so the service is cloned for each.
-    let waiting = Arc::new(CountingStore::new(MemoryStore::with_clock(clock)));
-    let (statuses, clones, calls) = serve(waiting).await;
-    assert_eq!(statuses, [ok, ok, ok, denied, denied]);
-    assert_eq!((clones, calls), (5, 3));
+    for dynamic in [false, true] {
+        let in_process = Arc::new(MemoryStore::with_clock(clock.clone()));
+        let (statuses, clones, calls) = serve(limiter(in_process, dynamic)).await;
+        assert_eq!(statuses, [ok, ok, ok, denied, denied], "dynamic: {dynamic}");
+        assert_eq!((clones, calls), (0, 3), "dynamic: {dynamic}");
+        // The same store behind a decorator that must see every call:
+        // each request waits, so the service is cloned for each.
+        let waiting = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+        let (statuses, clones, calls) = serve(limiter(waiting, dynamic)).await;
+        assert_eq!(statuses, [ok, ok, ok, denied, denied], "dynamic: {dynamic}");
+        assert_eq!((clones, calls), (5, 3), "dynamic: {dynamic}");
+    }
 }
