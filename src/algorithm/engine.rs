@@ -99,10 +99,9 @@ impl Engine {
         }
     }
 
-    /// Whether its store answers at once, so that
-    /// [`check_now`](Self::check_now) decides.
-    pub(crate) fn answers_at_once(&self) -> bool {
-        let settings = match self {
+    /// Its settings, store included.
+    fn settings(&self) -> &Settings {
+        match self {
             Self::Window(engine) => &engine.settings,
             Self::TokenBucket(engine) => engine.settings(),
             Self::Gcra(engine) => engine.settings(),
@@ -110,8 +109,13 @@ impl Engine {
             Self::HybridQuota(engine) => engine.settings(),
             Self::DiscreteRefill(engine) => engine.settings(),
             Self::Sessionize(engine) => engine.settings(),
-        };
-        settings.store.immediate().is_some()
+        }
+    }
+
+    /// Whether its store answers at once, so that
+    /// [`check_now`](Self::check_now) decides.
+    pub(crate) fn answers_at_once(&self) -> bool {
+        self.settings().store.immediate().is_some()
     }
 
     /// [`check`](Self::check) within the caller's poll, if the store
@@ -122,17 +126,15 @@ impl Engine {
         cost: u64,
         now: i64,
     ) -> Option<Result<Decision, Error>> {
+        let store = self.settings().store.immediate()?;
         Some(match self {
-            Self::Window(engine) => {
-                let store = engine.settings.store.immediate()?;
-                engine.check_now(store, client, cost, now)
-            }
-            Self::TokenBucket(engine) => engine.check_now(client, cost, now)?,
-            Self::Gcra(engine) => engine.check_now(client, cost, now)?,
-            Self::SlidingLog(engine) => engine.check_now(client, cost, now)?,
-            Self::HybridQuota(engine) => engine.check_now(client, cost, now)?,
-            Self::DiscreteRefill(engine) => engine.check_now(client, cost, now)?,
-            Self::Sessionize(engine) => engine.check_now(client, cost, now)?,
+            Self::Window(engine) => engine.check_now(store, client, cost, now),
+            Self::TokenBucket(engine) => engine.check_now(store, client, cost, now),
+            Self::Gcra(engine) => engine.check_now(store, client, cost, now),
+            Self::SlidingLog(engine) => engine.check_now(store, client, cost, now),
+            Self::HybridQuota(engine) => engine.check_now(store, client, cost, now),
+            Self::DiscreteRefill(engine) => engine.check_now(store, client, cost, now),
+            Self::Sessionize(engine) => engine.check_now(store, client, cost, now),
         })
     }
 

@@ -123,24 +123,17 @@ impl<C: CasCore> CasLimiter<C> {
         Ok(self.step(client, cost, now, Duration::ZERO).await?.0)
     }
 
-    /// [`check_nanos`](Self::check_nanos) within the caller's poll, if
-    /// the store answers at once; `None` for a store that must be waited
-    /// for.
+    /// [`check_nanos`](Self::check_nanos) within the caller's poll, on
+    /// `store`, its store, which answers at once.
     pub(crate) fn check_now(
         &self,
+        store: &dyn ImmediateStore,
         client: &[u8],
         cost: u64,
         now: i64,
-    ) -> Option<Result<Decision, Error>> {
-        let store = self.settings.store.immediate()?;
-        let decide = || {
-            let ask = self.ask(cost, now, Duration::ZERO)?;
-            let mut key = KeyBuf::new();
-            self.write_key(client, &mut key);
-            self.engine.counters.bump(DECISIONS);
-            Ok(self.engine.decide_now(store, &key, ask)?.0)
-        };
-        Some(decide())
+    ) -> Result<Decision, Error> {
+        let ask = self.ask(cost, now, Duration::ZERO)?;
+        Ok(self.submit_now(store, client, ask)?.0)
     }
 
     /// The ask of a request of `cost` at `now` that may wait up to
@@ -201,15 +194,23 @@ impl<C: CasCore> CasLimiter<C> {
     /// otherwise queued for the key's group, within the deadline.
     async fn submit(&self, client: &[u8], ask: Ask) -> Result<(Decision, Duration), Error> {
         let settings = &self.settings;
+        if let Some(store) = settings.store.immediate() {
+            return self.submit_now(store, client, ask);
+        }
         let mut key = KeyBuf::new();
         self.write_key(client, &mut key);
         self.engine.counters.bump(DECISIONS);
-        if let Some(store) = settings.store.immediate() {
-            return self.engine.decide_now(store, &key, ask);
-        }
         settings
             .within_deadline(submit(&self.engine, &key, ask))
             .await
+    }
+
+    /// [`submit`](Self::submit) on `store`, which answers at once.
+    fn submit_now(&self, store: &dyn ImmediateStore, client: &[u8], ask: Ask) -> Answer {
+        let mut key = KeyBuf::new();
+        self.write_key(client, &mut key);
+        self.engine.counters.bump(DECISIONS);
+        self.engine.decide_now(store, &key, ask)
     }
 
     /// `client`'s state as stored, read without counting.

@@ -55,11 +55,6 @@ struct Settled {
     refund: bool,
 }
 
-/// Reports a refund of `cost` that failed. The denial stands.
-fn refund_failed(error: &Error, cost: u64) {
-    tracing::warn!(%error, cost, "refund of a denied request failed");
-}
-
 /// A limiter over time-bucketed counters.
 #[derive(Debug)]
 pub(crate) struct WindowCounter {
@@ -166,10 +161,9 @@ impl WindowCounter {
 
     /// Decides a request of `cost` from `client` at `now` on a store
     /// that answers at once, within the caller's poll: the same steps as
-    /// [`check_nanos`](Self::check_nanos), with no future in between.
-    /// The repairs of counters that hold garbage, which never happen to a
-    /// healthy store, take the same path as there, run to completion at
-    /// once.
+    /// [`check_nanos`](Self::check_nanos), whose futures after the
+    /// store's answer (the repairs, a denial's refund) complete in their
+    /// first poll here.
     pub(crate) fn check_now(
         &self,
         store: &dyn ImmediateStore,
@@ -179,29 +173,23 @@ impl WindowCounter {
     ) -> Result<Decision, Error> {
         let mut current = KeyBuf::new();
         let mut ask = self.ask(client, cost, now, &mut current)?;
-        let counters = match store.increment_now(&current, ask.delta, ask.ttl, &ask.reads) {
+        let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.reads);
+        let counters = match counted {
             Ok(counters) => counters,
-            Err(error) => {
-                let error = Error::from(error);
-                let Some(cause) = not_a_counter(&error) else {
-                    return Err(error);
-                };
-                let settings = &self.settings;
-                let repaired = repair(settings, &current, &ask.reads, ask.delta, ask.ttl, cause);
-                at_once(repaired)??
-            }
+            Err(error) => at_once(self.repair_after(error.into(), &current, &ask))??,
         };
+        // `conclude`'s steps, with its two rare futures completed at once:
+        // polling `conclude` itself costs a decision some 200 more
+        // instructions (2,615 against 2,407 for n = 1, callgrind).
+        let call = Call::Now(store);
         let wrapped = counters.value < ask.delta;
         if wrapped {
-            let call = Call::Now(store);
             at_once(self.repair_wrap(call, &current, counters.value, ask.ttl))?;
         }
         let mut settled = self.settle(&mut ask, &current, &counters, wrapped, now);
         if settled.refund {
             self.take_back(&mut settled.decoded, ask.delta);
-            if let Err(error) = store.decrement_now(&current, ask.delta) {
-                refund_failed(&error.into(), ask.delta);
-            }
+            at_once(self.refund(call, &current, ask.delta))?;
         }
         Ok(self.decision(&settled, now, cost))
     }
@@ -230,27 +218,61 @@ impl WindowCounter {
             (counted, Call::Waiting(within.left()))
         };
         let counters = match counted {
-            Err(error) => match not_a_counter(&error) {
-                Some(cause) => {
-                    repair(settings, &current, &ask.reads, ask.delta, ask.ttl, cause).await?
-                }
-                None => return Err(error),
-            },
             Ok(counters) => counters,
+            Err(error) => self.repair_after(error, &current, &ask).await?,
         };
+        Ok(self
+            .conclude(call, &mut ask, &current, &counters, now, cost)
+            .await)
+    }
+
+    /// The counters of `current` and the reads of `ask` after the store
+    /// refused the call with `error`: repaired and asked again if a
+    /// counter held something else, else the error.
+    async fn repair_after(
+        &self,
+        error: Error,
+        current: &[u8],
+        ask: &Ask,
+    ) -> Result<Counters, Error> {
+        let Some(cause) = not_a_counter(&error) else {
+            return Err(error);
+        };
+        repair(
+            &self.settings,
+            current,
+            &ask.reads,
+            ask.delta,
+            ask.ttl,
+            cause,
+        )
+        .await
+    }
+
+    /// The decision once the store has counted: a wrapped counter
+    /// repaired, the estimate settled, a denial's cost given back.
+    async fn conclude(
+        &self,
+        call: Call<'_>,
+        ask: &mut Ask,
+        current: &[u8],
+        counters: &Counters,
+        now: i64,
+        cost: u64,
+    ) -> Decision {
         // An increment that lands below itself went past 2^64 and
         // wrapped: the counter is not a small count but a full one.
         let wrapped = counters.value < ask.delta;
         if wrapped {
-            self.repair_wrap(call, &current, counters.value, ask.ttl)
+            self.repair_wrap(call, current, counters.value, ask.ttl)
                 .await;
         }
-        let mut settled = self.settle(&mut ask, &current, &counters, wrapped, now);
+        let mut settled = self.settle(ask, current, counters, wrapped, now);
         if settled.refund {
             self.take_back(&mut settled.decoded, ask.delta);
-            self.refund(call, &current, ask.delta).await;
+            self.refund(call, current, ask.delta).await;
         }
-        Ok(self.decision(&settled, now, cost))
+        self.decision(&settled, now, cost)
     }
 
     /// The estimate from the `counters` the store answered `ask` with:
@@ -276,15 +298,15 @@ impl WindowCounter {
         for ((&age, count), key) in reads {
             counts[age] = self.checked(count.unwrap_or(0), key);
         }
-        if let Some(cache) = &self.sealed {
-            if !ask.read_ages.is_empty() {
-                let sealed: Vec<SealedBucket> = ask
-                    .read_ages
-                    .iter()
-                    .filter_map(|&age| self.sealed_bucket(ask.index - age as i64, counts[age], now))
-                    .collect();
-                cache.keep(&current[..ask.prefix_len], &sealed, now);
-            }
+        // Nothing read, nothing to keep: the common case, spared the
+        // collection.
+        if let Some(cache) = self.sealed.as_ref().filter(|_| !ask.read_ages.is_empty()) {
+            let sealed: Vec<SealedBucket> = ask
+                .read_ages
+                .iter()
+                .filter_map(|&age| self.sealed_bucket(ask.index - age as i64, counts[age], now))
+                .collect();
+            cache.keep(&current[..ask.prefix_len], &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read.
@@ -336,7 +358,7 @@ impl WindowCounter {
     /// the bucket slides out of the window.
     async fn refund(&self, call: Call<'_>, key: &[u8], cost: u64) {
         if let Err(error) = self.decrement(call, key, cost).await {
-            refund_failed(&error, cost);
+            tracing::warn!(%error, cost, "refund of a denied request failed");
         }
     }
 

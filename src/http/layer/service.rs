@@ -78,7 +78,7 @@ where
         };
         let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
         let decided_now = {
-            let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
+            let slices = slices(&keys);
             self.shared
                 .policies
                 .check_now(&slices, cost)

@@ -77,9 +77,11 @@ pub(super) fn to_f64(value: i128) -> f64 {
 /// A stored TAT: an optional `-` and 1 to 39 decimal digits within
 /// `i128`, padded with ASCII whitespace (memcached pads a value it
 /// shortened). What `str::parse` reads of what [`encode`](CasCore::encode)
-/// writes, with one 64-by-64-bit multiply for the up to 36 digits a TAT
-/// has rather than a 128-bit multiply per digit; anything else is not a
-/// TAT.
+/// writes, in runs of 18 digits read in 64 bits ([`decimal`]) and one
+/// 64-by-64-bit multiply for the up to 36 digits a TAT has, rather than
+/// a 128-bit multiply per digit; anything else is not a TAT.
+///
+/// [`decimal`]: crate::store::decimal
 pub(super) fn parse_tat(bytes: &[u8]) -> Option<i128> {
     const RUN: usize = 18;
     let bytes = bytes.trim_ascii();
@@ -90,16 +92,7 @@ pub(super) fn parse_tat(bytes: &[u8]) -> Option<i128> {
     if digits.is_empty() || digits.len() > 39 {
         return None;
     }
-    // At most 18 digits, which fit in 64 bits: no check per digit but
-    // that it is one.
-    let run = |digits: &[u8]| {
-        let (value, all_digits) = digits.iter().fold((0u64, true), |(value, ok), &byte| {
-            let digit = byte.wrapping_sub(b'0');
-            let value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
-            (value, ok & (digit <= 9))
-        });
-        (all_digits && !digits.is_empty()).then_some(u128::from(value))
-    };
+    let run = |digits: &[u8]| crate::store::decimal(digits).map(u128::from);
     // Up to 36 digits in two runs of at most 18, which cannot overflow.
     let (head, tail) = digits.split_at(digits.len().min(2 * RUN));
     let (high, low) = head.split_at(head.len().saturating_sub(RUN));
