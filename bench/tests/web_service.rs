@@ -88,8 +88,8 @@ fn says_hello(service: &Service, key: &str) -> String {
 }
 
 #[test]
-fn the_bare_service_and_tower_governor_say_hello_and_count_it() {
-    for variant in ["bare", "governor"] {
+fn the_bare_waiting_and_governor_services_say_hello_and_count_it() {
+    for variant in ["bare", "wait", "governor"] {
         let service = Service::start(&["--variant", variant, "--keys", "3"]);
         for key in ["client-1", "client-2", "client-3"] {
             let answer = says_hello(&service, key);

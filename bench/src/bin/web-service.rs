@@ -89,6 +89,11 @@ enum Variant {
     /// on an allowed request, as constants of the same length: what
     /// carrying them costs the service, whatever computes them.
     Fields,
+    /// The handler waits once before it answers (it yields to the
+    /// runtime, which polls it again): what any store across the network
+    /// costs the service at least, whatever the store does, since the
+    /// request's task must stop and be polled again for its answer.
+    Wait,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -236,6 +241,13 @@ async fn app(args: &Args) -> Result<Router, String> {
                     ],
                     answer,
                 )
+            }),
+        ),
+        Variant::Wait => Router::new().route(
+            "/",
+            get(|| async {
+                tokio::task::yield_now().await;
+                hello().await
             }),
         ),
         Variant::Increment => {

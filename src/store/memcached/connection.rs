@@ -21,6 +21,11 @@ const MAX_LINE: usize = 4096;
 /// wrong, not an item.
 const MAX_BLOCK: usize = 64 << 20;
 
+/// The most bytes of joined requests kept for the next batch: a batch of
+/// large values (sliding logs) is not held on to for the connection's
+/// life.
+const KEEP_JOINED: usize = 64 << 10;
+
 /// The read buffer's size to start with; it grows for a longer block.
 const READ_BUFFER: usize = 16 << 10;
 
@@ -33,6 +38,9 @@ pub(super) struct Connection {
     buffer: Vec<u8>,
     start: usize,
     end: usize,
+    /// Several requests joined into one write, kept from one batch to the
+    /// next so that a batch does not allocate its own.
+    joined: Vec<u8>,
     /// Whether any byte of the last request reached the socket: a request
     /// that failed with none written never reached the server.
     wrote: bool,
@@ -63,6 +71,7 @@ impl Connection {
         Ok(Self {
             stream,
             buffer: vec![0; READ_BUFFER],
+            joined: Vec::new(),
             start: 0,
             end: 0,
             wrote: false,
@@ -100,6 +109,23 @@ impl Connection {
             rest = &rest[written..];
         }
         Ok(())
+    }
+
+    /// Writes `requests` whole, joined into one write.
+    pub(super) async fn send_joined<'a>(
+        &mut self,
+        requests: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<(), StoreError> {
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        for request in requests {
+            joined.extend_from_slice(request);
+        }
+        let sent = self.send(&joined).await;
+        if joined.capacity() <= KEEP_JOINED {
+            self.joined = joined;
+        }
+        sent
     }
 
     /// Whether any byte of the last [`send`](Self::send) left this

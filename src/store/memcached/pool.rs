@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::connection::Connection;
-use super::slots::take_slot;
+use super::slots::{free_slot, wait_for_slot};
 use crate::error::StoreError;
 
 /// One server's connections.
@@ -86,25 +86,41 @@ impl Pools {
     /// A slot and a connection to `server`: an idle one, or a new one.
     /// Nothing has been sent when this fails; the error names the server.
     pub(super) async fn checkout(&self, server: usize) -> Result<Checkout, StoreError> {
+        if let Some(checkout) = self.checkout_now(server) {
+            return Ok(checkout);
+        }
+        // Waiting for a slot and dialing are rare: boxed, so that every
+        // exchange's future carries a pointer for them, not their state.
+        Box::pin(self.checkout_slowly(server)).await
+    }
+
+    /// A free slot and an idle connection to `server`, if both are at
+    /// hand now.
+    fn checkout_now(&self, server: usize) -> Option<Checkout> {
+        let slot = free_slot(&self.servers[server].slots)?;
+        let connection = self.idle(server)?;
+        Some(Checkout {
+            server,
+            connection,
+            slot,
+        })
+    }
+
+    /// [`checkout`](Self::checkout), waiting for a slot or dialing.
+    async fn checkout_slowly(&self, server: usize) -> Result<Checkout, StoreError> {
         let address = self.address(server);
-        let slot = take_slot(
-            &self.servers[server].slots,
-            self.connect_timeout,
-            self.max_connections,
-            address,
-        )
-        .await?;
+        let slots = &self.servers[server].slots;
+        let slot = match free_slot(slots) {
+            Some(slot) => slot,
+            None => {
+                wait_for_slot(slots, self.connect_timeout, self.max_connections, address).await?
+            }
+        };
         let connection = match self.idle(server) {
             Some(connection) => connection,
-            // Dialing is rare: boxed, so that every exchange's future does
-            // not carry it.
-            None => Box::pin(Connection::open(
-                address,
-                self.connect_timeout,
-                Arc::clone(&self.round_trips),
-            ))
-            .await
-            .map_err(|error| error.at(address))?,
+            None => Connection::open(address, self.connect_timeout, Arc::clone(&self.round_trips))
+                .await
+                .map_err(|error| error.at(address))?,
         };
         Ok(Checkout {
             server,
@@ -113,8 +129,6 @@ impl Pools {
         })
     }
 
-    /// An idle connection to `server` that is still fit for use; the
-    /// ones the server closed meanwhile are dropped on the way.
     fn idle(&self, server: usize) -> Option<Connection> {
         let mut idle = self.servers[server]
             .idle

@@ -8,24 +8,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::{StoreError, StoreErrorKind};
 
-/// One of `server`'s `max_connections` slots, waited for up to `wait`.
-/// Nothing has been sent when this fails.
-pub(super) async fn take_slot(
-    slots: &Arc<Semaphore>,
-    wait: Duration,
-    max_connections: usize,
-    server: &str,
-) -> Result<OwnedSemaphorePermit, StoreError> {
-    // A free slot is taken at once. Waiting (its timer, its place in the
-    // semaphore's queue) is boxed, so every exchange's future does not
-    // carry it.
-    if let Ok(slot) = Arc::clone(slots).try_acquire_owned() {
-        return Ok(slot);
-    }
-    Box::pin(wait_for_slot(slots, wait, max_connections, server)).await
+/// One of a server's slots, if one is free now.
+pub(super) fn free_slot(slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+    Arc::clone(slots).try_acquire_owned().ok()
 }
 
-async fn wait_for_slot(
+/// One of `server`'s `max_connections` slots, waited for up to `wait`.
+/// Nothing has been sent when this fails.
+pub(super) async fn wait_for_slot(
     slots: &Arc<Semaphore>,
     wait: Duration,
     max_connections: usize,

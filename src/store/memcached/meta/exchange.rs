@@ -24,18 +24,18 @@ use super::reply::{read, Failure, Reply};
 use super::request::{Request, Verb};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::connection::Connection;
-use crate::store::memcached::detach::detached;
+use crate::store::memcached::detach::{detached, Detached};
 use crate::store::memcached::pool::{Checkout, Pools};
 
 /// One request's answers: one per operation, in order.
 pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 
-/// Runs `requests` on `checkout`, a connection from `pools`, within
-/// `bound`: one answer list per request.
-pub(crate) async fn exchange(
+/// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
+/// connection from `pools`, within `bound`: one answer list per request.
+pub(crate) async fn exchange<R: AsRef<Request>>(
     pools: &Pools,
     checkout: Checkout,
-    requests: &[&Request],
+    requests: &[R],
     bound: Duration,
 ) -> Vec<Answers> {
     let server = checkout.server();
@@ -43,7 +43,7 @@ pub(crate) async fn exchange(
     let (mut connection, slot) = checkout.into_parts();
     let mut answers: Vec<Answers> = requests
         .iter()
-        .map(|request| Vec::with_capacity(request.len()))
+        .map(|request| Vec::with_capacity(request.as_ref().len()))
         .collect();
     let deadline = Instant::now() + bound;
     let exchanged = send_and_read(&mut connection, requests, &mut answers, address);
@@ -60,7 +60,7 @@ pub(crate) async fn exchange(
         Some(stop) => {
             let wrote = connection.wrote();
             for (request, answers) in requests.iter().zip(&mut answers) {
-                for verb in request.verbs().skip(answers.len()) {
+                for verb in request.as_ref().verbs().skip(answers.len()) {
                     answers.push(Err(unanswered(&stop, verb, wrote, address)));
                 }
             }
@@ -73,45 +73,45 @@ pub(crate) async fn exchange(
 /// waiting leaves it to read its replies and keep its connection. `held`
 /// (a batch slot, say) is kept until it ends, whether its caller still
 /// waits or not.
-pub(crate) async fn exchange_one(
+///
+/// A plain function, not an `async fn`: the exchange is boxed at once, so
+/// the future of every call that awaits this carries a pointer, not the
+/// exchange's arguments.
+pub(crate) fn exchange_one(
     pools: Arc<Pools>,
     checkout: Checkout,
     request: Request,
     bound: Duration,
     held: impl Send + 'static,
-) -> Answers {
+) -> Detached<Answers> {
     detached(async move {
-        let mut answers = exchange(&pools, checkout, &[&request], bound).await;
+        let mut answers = exchange(&pools, checkout, std::slice::from_ref(&request), bound).await;
         drop(held);
         answers.pop().unwrap_or_default()
     })
-    .await
 }
 
 /// Writes every request in one write, then reads the replies into
 /// `answers`; `None` when every reply was read.
-async fn send_and_read(
+async fn send_and_read<R: AsRef<Request>>(
     connection: &mut Connection,
-    requests: &[&Request],
+    requests: &[R],
     answers: &mut [Answers],
     address: &str,
 ) -> Option<Failure> {
     let sent = match requests {
-        [request] => connection.send(request.bytes()).await,
+        [request] => connection.send(request.as_ref().bytes()).await,
         _ => {
-            let length = requests.iter().map(|request| request.bytes().len()).sum();
-            let mut joined = Vec::with_capacity(length);
-            for request in requests {
-                joined.extend_from_slice(request.bytes());
-            }
-            connection.send(&joined).await
+            connection
+                .send_joined(requests.iter().map(|request| request.as_ref().bytes()))
+                .await
         }
     };
     if let Err(error) = sent {
         return Some(Failure::Broken(error));
     }
     for (request, answers) in requests.iter().zip(answers) {
-        for verb in request.verbs() {
+        for verb in request.as_ref().verbs() {
             match read(connection, verb).await {
                 Ok(reply) => answers.push(Ok(reply)),
                 Err(failure) => {

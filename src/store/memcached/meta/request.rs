@@ -90,6 +90,14 @@ impl Operations {
     }
 }
 
+/// A request, or what carries one (a pipelined job): what an exchange
+/// sends.
+impl AsRef<Request> for Request {
+    fn as_ref(&self) -> &Request {
+        self
+    }
+}
+
 impl Request {
     /// An empty request with room for `operations` operations on keys of
     /// `key_bytes` bytes in all (and `value_bytes` of values to set), so

@@ -82,6 +82,14 @@ struct Job {
     reply: oneshot::Sender<JobResults>,
 }
 
+/// An exchange sends the batch's jobs as they are, with no list of their
+/// requests made for it.
+impl AsRef<Request> for Job {
+    fn as_ref(&self) -> &Request {
+        &self.request
+    }
+}
+
 #[derive(Default)]
 struct Lane {
     /// Batch slots taken, at most `depth`. Jobs queue only while all are
@@ -92,19 +100,17 @@ struct Lane {
 }
 
 impl Lane {
-    /// The next batch: queued jobs in order, up to `max_ops` operations,
-    /// at least one job.
-    fn take_batch(&mut self, max_ops: usize) -> Vec<Job> {
-        let mut jobs = Vec::new();
+    /// Moves the next batch into `batch` (empty): queued jobs in order, up
+    /// to `max_ops` operations, at least one job.
+    fn take_batch(&mut self, max_ops: usize, batch: &mut Vec<Job>) {
         let mut ops = 0;
         while let Some(job) = self.queue.front() {
-            if !jobs.is_empty() && ops + job.request.len() > max_ops {
+            if !batch.is_empty() && ops + job.request.len() > max_ops {
                 break;
             }
             ops += job.request.len();
-            jobs.extend(self.queue.pop_front());
+            batch.extend(self.queue.pop_front());
         }
-        jobs
     }
 }
 
@@ -219,64 +225,54 @@ impl Inner {
 
     /// One batch on a connection to `lane`'s server; the error means
     /// nothing was sent.
-    async fn exchange(
-        &self,
-        lane: usize,
-        requests: &[&Request],
-    ) -> Result<Vec<Answers>, StoreError> {
+    async fn exchange(&self, lane: usize, jobs: &[Job]) -> Result<Vec<Answers>, StoreError> {
         let checkout = self.pools.checkout(lane).await?;
-        Ok(exchange(&self.pools, checkout, requests, self.bound).await)
+        Ok(exchange(&self.pools, checkout, jobs, self.bound).await)
     }
 
-    /// Sends `jobs` as one batch and answers each with its own results.
-    async fn run_jobs(&self, lane: usize, jobs: Vec<Job>) {
-        let mut requests = Vec::with_capacity(jobs.len());
-        let mut replies = Vec::with_capacity(jobs.len());
-        let mut abandoned = 0;
-        let mut ops = 0;
-        for job in jobs {
-            if job.reply.is_closed() {
-                abandoned += 1;
-                continue;
-            }
-            ops += job.request.len();
-            requests.push(job.request);
-            replies.push(job.reply);
-        }
+    /// Sends `jobs` as one batch and answers each with its own results,
+    /// leaving `jobs` empty (its room kept for the next batch).
+    async fn run_jobs(&self, lane: usize, jobs: &mut Vec<Job>) {
+        let before = jobs.len();
+        jobs.retain(|job| !job.reply.is_closed());
+        let abandoned = before - jobs.len();
         if abandoned > 0 {
-            self.stats.abandoned(abandoned);
+            self.stats.abandoned(abandoned as u64);
         }
-        if replies.is_empty() {
+        if jobs.is_empty() {
             return;
         }
-        self.stats.batch(replies.len(), ops);
+        let ops = jobs.iter().map(|job| job.request.len()).sum();
+        self.stats.batch(jobs.len(), ops);
         // Sent, it runs to its end even if every caller has gone, so its
         // connection is not dropped with replies owed.
-        let requests: Vec<&Request> = requests.iter().collect();
-        match self.exchange(lane, &requests).await {
+        match self.exchange(lane, jobs).await {
             Ok(answers) => {
-                for (reply, answers) in replies.into_iter().zip(answers) {
-                    let _ = reply.send(Ok(answers));
+                for (job, answers) in jobs.drain(..).zip(answers) {
+                    let _ = job.reply.send(Ok(answers));
                 }
             }
             Err(error) => {
                 // No connection could be had: nothing was sent.
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
+                for job in jobs.drain(..) {
+                    let _ = job.reply.send(Err(error.clone()));
                 }
             }
         }
+        jobs.clear();
     }
 
-    /// Gives a finished batch's slot back, or hands it to the queue: the
-    /// next batch if jobs wait, `None` once the slot is free.
-    fn next_batch(&self, lane: usize) -> Option<Vec<Job>> {
+    /// Gives a finished batch's slot back, or hands it to the queue:
+    /// `true` with the next batch moved into `batch` (empty) if jobs wait,
+    /// `false` once the slot is free.
+    fn next_batch(&self, lane: usize, batch: &mut Vec<Job>) -> bool {
         let mut state = self.lane(lane);
         if state.queue.is_empty() {
             state.in_flight -= 1;
-            None
+            false
         } else {
-            Some(state.take_batch(self.max_ops))
+            state.take_batch(self.max_ops, batch);
+            true
         }
     }
 
@@ -298,7 +294,8 @@ impl Inner {
         };
         match runtime {
             Some(runtime) => {
-                let jobs = state.take_batch(self.max_ops);
+                let mut jobs = Vec::new();
+                state.take_batch(self.max_ops, &mut jobs);
                 drop(state);
                 let slot = Slot::pending(Arc::clone(self), lane, jobs);
                 // On a runtime that is shutting down the task is dropped
@@ -352,8 +349,13 @@ mod tests {
             lane.queue.push_back(job);
             answers.push(answer);
         }
-        assert_eq!(lane.take_batch(DEFAULT_BATCH_OPS).len(), DEFAULT_BATCH_OPS);
-        assert_eq!(lane.take_batch(DEFAULT_BATCH_OPS).len(), 10);
+        let taken = |lane: &mut Lane, cap| {
+            let mut batch = Vec::new();
+            lane.take_batch(cap, &mut batch);
+            batch.len()
+        };
+        assert_eq!(taken(&mut lane, DEFAULT_BATCH_OPS), DEFAULT_BATCH_OPS);
+        assert_eq!(taken(&mut lane, DEFAULT_BATCH_OPS), 10);
         assert!(lane.queue.is_empty());
 
         let cap = DEFAULT_BATCH_OPS;
@@ -363,17 +365,17 @@ mod tests {
             answers.push(answer);
         }
         // Too big for the cap on its own: it still goes, alone.
-        assert_eq!(lane.take_batch(cap).len(), 1);
-        assert_eq!(lane.take_batch(cap).len(), 2);
-        assert_eq!(lane.take_batch(cap).len(), 1);
+        assert_eq!(taken(&mut lane, cap), 1);
+        assert_eq!(taken(&mut lane, cap), 2);
+        assert_eq!(taken(&mut lane, cap), 1);
         // The smallest cap still makes progress, one job at a time.
         for ops in [3, 1] {
             let (job, answer) = job(ops);
             lane.queue.push_back(job);
             answers.push(answer);
         }
-        assert_eq!(lane.take_batch(1).len(), 1);
-        assert_eq!(lane.take_batch(1).len(), 1);
+        assert_eq!(taken(&mut lane, 1), 1);
+        assert_eq!(taken(&mut lane, 1), 1);
     }
 
     #[test]

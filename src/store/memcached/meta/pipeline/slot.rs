@@ -43,19 +43,20 @@ impl Slot {
         }
     }
 
-    /// Sends batches until the queue is empty, then frees the slot.
+    /// Sends batches until the queue is empty, then frees the slot. One
+    /// list of jobs serves every batch in turn.
     pub(super) async fn drive(mut self) {
         self.started = true;
         loop {
-            let jobs = std::mem::take(&mut self.pending);
-            self.inner.run_jobs(self.lane, jobs).await;
-            match self.inner.next_batch(self.lane) {
-                Some(jobs) => self.pending = jobs,
-                None => {
-                    self.finished = true;
-                    return;
-                }
+            // Out of `pending` while they are sent: a slot dropped
+            // meanwhile must not report them unsent.
+            let mut jobs = std::mem::take(&mut self.pending);
+            self.inner.run_jobs(self.lane, &mut jobs).await;
+            if !self.inner.next_batch(self.lane, &mut jobs) {
+                self.finished = true;
+                return;
             }
+            self.pending = jobs;
         }
     }
 }
