@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderName, HeaderValue};
 use axum::routing::get;
 use axum::Router;
 use clap::{Parser, ValueEnum};
@@ -264,8 +264,14 @@ async fn app(args: &Args) -> Result<Router, String> {
             .await;
             Router::new().route(
                 "/",
-                get(move |headers: HeaderMap| async move {
-                    let key = headers.get(API_KEY).map_or(&b""[..], |key| key.as_bytes());
+                // The request itself, not axum's `HeaderMap` extractor, which
+                // clones every header: the key is read as the layer reads it,
+                // in place.
+                get(move |request: axum::extract::Request| async move {
+                    let key = request
+                        .headers()
+                        .get(API_KEY)
+                        .map_or(&b""[..], |key| key.as_bytes());
                     match store.increment(key, 1, INCREMENT_TTL, &[]).await {
                         Ok(_) => hello().await,
                         Err(_) => "store error\n",
