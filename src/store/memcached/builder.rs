@@ -98,12 +98,15 @@ impl MemcachedStoreBuilder {
         self
     }
 
-    /// How long past the I/O timeout an exchange whose caller stopped
-    /// waiting (its I/O timeout or a limiter's deadline passed) goes on in
-    /// the background, to read its replies and keep its connection
-    /// (default [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its
-    /// connection slot, so a server that hangs costs no new connections;
-    /// past this bound the connection is closed.
+    /// How long an exchange whose caller stopped waiting (its I/O timeout
+    /// or a limiter's deadline passed) goes on in the background from then,
+    /// to read its replies and keep its connection (default
+    /// [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its connection slot,
+    /// so a server that hangs costs no new connections; past this bound the
+    /// connection is closed.
+    ///
+    /// A pipelined batch that carries several callers' calls gets the I/O
+    /// timeout and this together, from when it is sent.
     ///
     /// [`DEFAULT_DRAIN_TIMEOUT`]: crate::store::DEFAULT_DRAIN_TIMEOUT
     #[must_use]
@@ -263,6 +266,7 @@ impl MemcachedStoreBuilder {
             Pipeline::new(
                 Arc::clone(&pools),
                 exchange_bound,
+                self.drain_timeout,
                 depth,
                 self.pipeline_batch,
             )
@@ -272,7 +276,7 @@ impl MemcachedStoreBuilder {
             pools,
             pipeline,
             io_timeout: self.io_timeout,
-            exchange_bound,
+            drain_timeout: self.drain_timeout,
         })
     }
 }

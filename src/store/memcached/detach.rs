@@ -8,9 +8,14 @@
 //! per call that gave up. Instead, an exchange runs inside [`detached`]:
 //! polled by its caller while the caller waits, and moved onto a task of
 //! its own if the caller stops waiting, where it reads its replies to the
-//! end (within its own bound) and gives its connection back to the pool.
-//! Its connection slot stays taken meanwhile, which is what bounds the
-//! connections to a server that does not answer.
+//! end (within the drain timeout) and gives its connection back to the
+//! pool. Its connection slot stays taken meanwhile, which is what bounds
+//! the connections to a server that does not answer.
+//!
+//! While its caller waits, an exchange arms no timer of its own: its
+//! caller gives up within the store's I/O timeout, or sooner (a limiter's
+//! deadline), and then the drain timeout starts. So a call costs the one
+//! timer its caller arms, not a second one that could only fire later.
 //!
 //! Only the exchange itself is detached, after its connection slot was
 //! taken: a caller that stops waiting before that sends nothing.
@@ -18,20 +23,23 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// An exchange to finish even if its caller stops waiting.
 type Exchange<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Runs `exchange`; if the returned future is dropped before `exchange`
-/// ends, `exchange` goes on to its end on a task of the current tokio
-/// runtime (or is dropped, outside of one).
-pub(crate) fn detached<T, F>(exchange: F) -> Detached<T>
+/// Runs `exchange`, which its caller bounds; if the returned future is
+/// dropped before `exchange` ends, `exchange` goes on for at most `drain`
+/// on a task of the current tokio runtime (or is dropped, outside of one),
+/// and is dropped past it.
+pub(crate) fn detached<T, F>(exchange: F, drain: Duration) -> Detached<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
     Detached {
         exchange: Some(Box::pin(exchange)),
+        drain,
     }
 }
 
@@ -39,6 +47,8 @@ where
 pub(crate) struct Detached<T: Send + 'static> {
     /// `None` once it has ended.
     exchange: Option<Exchange<T>>,
+    /// How long it may go on once its caller stops waiting.
+    drain: Duration,
 }
 
 impl<T: Send + 'static> Future for Detached<T> {
@@ -63,9 +73,7 @@ impl<T: Send + 'static> Drop for Detached<T> {
         // On a runtime that is shutting down the task is dropped unstarted,
         // which closes the connection: nothing is left to reuse it anyway.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = exchange.await;
-            });
+            runtime.spawn(tokio::time::timeout(self.drain, exchange));
         }
     }
 }
@@ -75,17 +83,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    use std::time::Duration;
 
     #[tokio::test]
     async fn an_exchange_whose_caller_stops_waiting_still_ends() {
         let ended = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&ended);
         let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let exchange = detached(async move {
-            let _ = released.await;
-            flag.store(true, Ordering::SeqCst);
-        });
+        let exchange = detached(
+            async move {
+                let _ = released.await;
+                flag.store(true, Ordering::SeqCst);
+            },
+            Duration::from_secs(5),
+        );
         // The caller gives up first.
         assert!(tokio::time::timeout(Duration::from_millis(10), exchange)
             .await
@@ -101,8 +111,42 @@ mod tests {
         panic!("the exchange was dropped with its caller");
     }
 
+    /// Sets its flag when dropped.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn an_exchange_that_never_ends_is_dropped_once_its_drain_has_run_out() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let guard = Dropped(Arc::clone(&dropped));
+        let exchange = detached(
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            },
+            Duration::from_millis(50),
+        );
+        assert!(tokio::time::timeout(Duration::from_millis(10), exchange)
+            .await
+            .is_err());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!dropped.load(Ordering::SeqCst), "dropped before its drain");
+        for _ in 0..100 {
+            if dropped.load(Ordering::SeqCst) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the exchange outlived its drain");
+    }
+
     #[tokio::test]
     async fn a_caller_that_waits_gets_the_output() {
-        assert_eq!(detached(async { 7 }).await, 7);
+        assert_eq!(detached(async { 7 }, Duration::ZERO).await, 7);
     }
 }

@@ -73,12 +73,12 @@ impl ClassicStoreBuilder {
         self
     }
 
-    /// How long past the I/O timeout an exchange whose caller stopped
-    /// waiting (its I/O timeout or a limiter's deadline passed) goes on in
-    /// the background, to read its replies and keep its connection
-    /// (default [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its
-    /// connection slot, so a server that hangs costs no new connections;
-    /// past this bound the connection is closed.
+    /// How long an exchange whose caller stopped waiting (its I/O timeout
+    /// or a limiter's deadline passed) goes on in the background from then,
+    /// to read its replies and keep its connection (default
+    /// [`DEFAULT_DRAIN_TIMEOUT`]). Meanwhile it holds its connection slot,
+    /// so a server that hangs costs no new connections; past this bound the
+    /// connection is closed.
     ///
     /// [`DEFAULT_DRAIN_TIMEOUT`]: crate::store::DEFAULT_DRAIN_TIMEOUT
     pub fn drain_timeout(mut self, timeout: Duration) -> Self {
@@ -126,7 +126,7 @@ impl ClassicStoreBuilder {
                 self.connect_timeout,
             )),
             io_timeout: self.io_timeout,
-            exchange_bound: self.io_timeout.saturating_add(self.drain_timeout),
+            drain_timeout: self.drain_timeout,
         })
     }
 }

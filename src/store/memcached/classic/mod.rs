@@ -59,9 +59,9 @@ pub struct ClassicStore {
     pools: Arc<Pools>,
     /// How long a caller waits for its exchange.
     io_timeout: Duration,
-    /// How long an exchange may go on, its caller gone or not, before its
-    /// connection is closed.
-    exchange_bound: Duration,
+    /// How long an exchange goes on once its caller stops waiting, before
+    /// its connection is closed.
+    drain_timeout: Duration,
 }
 
 impl ClassicStore {
@@ -124,11 +124,11 @@ impl ClassicStore {
     }
 
     /// Runs `work` on a connection to `server`; the caller waits up to the
-    /// I/O timeout. Once the connection is taken the exchange is
-    /// [`detached`]: if the caller stops waiting, it goes on in the
-    /// background within `exchange_bound`, and its connection goes back to
-    /// the pool if the work succeeds. An error once `writes` were sent is
-    /// ambiguous.
+    /// I/O timeout, the one timer of the call. Once the connection is taken
+    /// the exchange is [`detached`]: if the caller stops waiting, it goes on
+    /// in the background within the drain timeout, and its connection goes
+    /// back to the pool if the work succeeds. An error once `writes` were
+    /// sent is ambiguous.
     async fn with_connection<T, F, Fut>(
         &self,
         server: usize,
@@ -142,12 +142,10 @@ impl ClassicStore {
     {
         let address = self.pools.address(server);
         let checkout = self.pools.checkout(server).await?;
-        let exchange = detached(exchange(
-            Arc::clone(&self.pools),
-            checkout,
-            self.exchange_bound,
-            work,
-        ));
+        let exchange = detached(
+            exchange(Arc::clone(&self.pools), checkout, work),
+            self.drain_timeout,
+        );
         let outcome = match tokio::time::timeout(self.io_timeout, exchange).await {
             Ok(outcome) => outcome,
             Err(_) => Err(StoreError::new(
@@ -194,13 +192,13 @@ impl ClassicStore {
     }
 }
 
-/// One exchange on a taken connection, bounded by `bound`: the
-/// connection goes back to the pool if `work` succeeds, and is closed
-/// otherwise, since its stream may then be mid-reply.
+/// One exchange on a taken connection, bounded by its caller (see
+/// [`detached`]): the connection goes back to the pool if `work`
+/// succeeds, and is closed otherwise, since its stream may then be
+/// mid-reply.
 async fn exchange<T, F, Fut>(
     pools: Arc<Pools>,
     checkout: Checkout,
-    bound: Duration,
     work: F,
 ) -> Result<T, StoreError>
 where
@@ -209,15 +207,7 @@ where
 {
     let server = checkout.server();
     let (connection, slot) = checkout.into_parts();
-    match tokio::time::timeout(bound, work(connection)).await {
-        Ok(Ok((connection, value))) => {
-            pools.give_back(server, connection, slot);
-            Ok(value)
-        }
-        Ok(Err(error)) => Err(error),
-        Err(_) => Err(StoreError::new(
-            StoreErrorKind::Timeout,
-            format!("no answer within {bound:?}; the connection was closed"),
-        )),
-    }
+    let (connection, value) = work(connection).await?;
+    pools.give_back(server, connection, slot);
+    Ok(value)
 }

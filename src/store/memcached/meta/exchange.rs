@@ -1,6 +1,7 @@
 //! One meta-protocol exchange: requests for one server written at once on
 //! a pooled connection, and every reply read back to its operation, under
-//! one deadline for the whole exchange.
+//! one deadline for the whole exchange (or its caller's, when it is
+//! [`detached`]).
 //!
 //! Attribution, per operation:
 //!
@@ -18,8 +19,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::reply::{read, Failure, Reply};
 use super::request::{Request, Verb};
 use crate::error::{StoreError, StoreErrorKind};
@@ -31,12 +30,14 @@ use crate::store::memcached::pool::{Checkout, Pools};
 pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 
 /// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
-/// connection from `pools`, within `bound`: one answer list per request.
+/// connection from `pools`, within `bound` (`None`: within what its
+/// caller allows, the exchange then arming no timer): one answer list per
+/// request.
 pub(crate) async fn exchange<R: AsRef<Request>>(
     pools: &Pools,
     checkout: Checkout,
     requests: &[R],
-    bound: Duration,
+    bound: Option<Duration>,
 ) -> Vec<Answers> {
     let server = checkout.server();
     let address = pools.address(server);
@@ -45,16 +46,18 @@ pub(crate) async fn exchange<R: AsRef<Request>>(
         .iter()
         .map(|request| Vec::with_capacity(request.as_ref().len()))
         .collect();
-    let deadline = Instant::now() + bound;
     let exchanged = send_and_read(&mut connection, requests, &mut answers, address);
-    let stop = tokio::time::timeout_at(deadline, exchanged)
-        .await
-        .unwrap_or_else(|_| {
-            Some(Failure::Broken(StoreError::new(
-                StoreErrorKind::Timeout,
-                format!("no answer within {bound:?}; the connection was closed"),
-            )))
-        });
+    let stop = match bound {
+        None => exchanged.await,
+        Some(bound) => tokio::time::timeout(bound, exchanged)
+            .await
+            .unwrap_or_else(|_| {
+                Some(Failure::Broken(StoreError::new(
+                    StoreErrorKind::Timeout,
+                    format!("no answer within {bound:?}; the connection was closed"),
+                )))
+            }),
+    };
     match stop {
         None => pools.give_back(server, connection, slot),
         Some(stop) => {
@@ -69,10 +72,11 @@ pub(crate) async fn exchange<R: AsRef<Request>>(
     answers
 }
 
-/// [`exchange`] of one request, run [`detached`]: a caller that stops
-/// waiting leaves it to read its replies and keep its connection. `held`
-/// (a batch slot, say) is kept until it ends, whether its caller still
-/// waits or not.
+/// [`exchange`] of one request, run [`detached`]: bounded by its caller
+/// while it waits, with no timer of its own, and a caller that stops
+/// waiting leaves it `drain` to read its replies and keep its connection.
+/// `held` (a batch slot, say) is kept until it ends, whether its caller
+/// still waits or not.
 ///
 /// A plain function, not an `async fn`: the exchange is boxed at once, so
 /// the future of every call that awaits this carries a pointer, not the
@@ -81,14 +85,18 @@ pub(crate) fn exchange_one(
     pools: Arc<Pools>,
     checkout: Checkout,
     request: Request,
-    bound: Duration,
+    drain: Duration,
     held: impl Send + 'static,
 ) -> Detached<Answers> {
-    detached(async move {
-        let mut answers = exchange(&pools, checkout, std::slice::from_ref(&request), bound).await;
-        drop(held);
-        answers.pop().unwrap_or_default()
-    })
+    detached(
+        async move {
+            let mut answers =
+                exchange(&pools, checkout, std::slice::from_ref(&request), None).await;
+            drop(held);
+            answers.pop().unwrap_or_default()
+        },
+        drain,
+    )
 }
 
 /// Writes every request in one write, then reads the replies into

@@ -49,9 +49,8 @@ pub(super) struct MetaStore {
     pub(super) pipeline: Option<Pipeline>,
     /// How long a caller waits for its exchange.
     pub(super) io_timeout: Duration,
-    /// How long an exchange may take, its replies included, whether its
-    /// caller still waits or not.
-    pub(super) exchange_bound: Duration,
+    /// How long an exchange goes on once its caller stops waiting.
+    pub(super) drain_timeout: Duration,
 }
 
 impl MetaStore {
@@ -153,7 +152,7 @@ impl MetaStore {
     async fn direct(&self, server: usize, request: Request) -> Result<Answers, StoreError> {
         let checkout = self.pools.checkout(server).await?;
         let pools = Arc::clone(&self.pools);
-        Ok(exchange_one(pools, checkout, request, self.exchange_bound, ()).await)
+        Ok(exchange_one(pools, checkout, request, self.drain_timeout, ()).await)
     }
 
     /// Runs `request`, whose keys live on several servers, as one exchange

@@ -118,6 +118,8 @@ struct Inner {
     pools: Arc<Pools>,
     /// How long one batch's exchange may take, its replies included.
     bound: Duration,
+    /// How long a call's own exchange goes on once the call stops waiting.
+    drain: Duration,
     lanes: Box<[Mutex<Lane>]>,
     depth: usize,
     /// The most operations per batch.
@@ -134,13 +136,21 @@ pub(crate) struct Pipeline {
 impl Pipeline {
     /// A pipeline over the connections of `pools`, a lane per server, with
     /// up to `depth` (at least 1) batches in flight per server, each of at
-    /// most `batch_ops` operations (at least 1) and taking at most `bound`.
-    pub(crate) fn new(pools: Arc<Pools>, bound: Duration, depth: usize, batch_ops: usize) -> Self {
+    /// most `batch_ops` operations (at least 1) and taking at most `bound`;
+    /// a batch a call runs itself goes on for `drain` once it stops waiting.
+    pub(crate) fn new(
+        pools: Arc<Pools>,
+        bound: Duration,
+        drain: Duration,
+        depth: usize,
+        batch_ops: usize,
+    ) -> Self {
         let lanes = pools.addresses().iter().map(|_| Mutex::default()).collect();
         Self {
             inner: Arc::new(Inner {
                 pools,
                 bound,
+                drain,
                 lanes,
                 depth: depth.max(1),
                 max_ops: batch_ops.max(1),
@@ -172,7 +182,7 @@ impl Pipeline {
                 let checkout = inner.pools.checkout(lane).await?;
                 inner.stats.batch(1, request.len());
                 let pools = Arc::clone(&inner.pools);
-                return Ok(exchange_one(pools, checkout, request, inner.bound, slot).await);
+                return Ok(exchange_one(pools, checkout, request, inner.drain, slot).await);
             }
             Admission::Queued(answer) => answer,
         };
@@ -227,7 +237,7 @@ impl Inner {
     /// nothing was sent.
     async fn exchange(&self, lane: usize, jobs: &[Job]) -> Result<Vec<Answers>, StoreError> {
         let checkout = self.pools.checkout(lane).await?;
-        Ok(exchange(&self.pools, checkout, jobs, self.bound).await)
+        Ok(exchange(&self.pools, checkout, jobs, Some(self.bound)).await)
     }
 
     /// Sends `jobs` as one batch and answers each with its own results,
