@@ -37,9 +37,10 @@
 //!
 //! A caller that stops waiting (a limiter deadline drops its future) never
 //! costs a connection: a queued job whose caller has gone is never sent,
-//! and a batch already sent goes on until its replies are read (within the
-//! exchange's bound), whether it runs on a spawned task or in the
-//! future of a call that took a free slot (then it is
+//! and a batch already sent goes on until its replies are read: on a
+//! spawned task within the batch's bound (the I/O timeout and the drain
+//! timeout), or, for the batch of a call that took a free slot, within the
+//! drain timeout once that call stops waiting (it is then
 //! [`detached`](crate::store::memcached::detach)). Its connection then goes back to the
 //! pool, so against a server that hangs a lane holds at most `depth`
 //! connections and dials no more. A queued job is never left without a task to send it: if
