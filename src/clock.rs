@@ -79,15 +79,18 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
-        match self.unix_nanos() {
-            Some(nanos) => DateTime::from_timestamp_nanos(nanos),
-            None => Utc::now(),
-        }
+        at_nanos(self.unix_nanos())
     }
 
     fn unix_nanos(&self) -> Option<i64> {
         anchored::unix_nanos()
     }
+}
+
+/// The time `nanos` names, or chrono's reading of the host's clock where
+/// an `i64` of nanoseconds cannot hold the time (before 1677 or after 2262).
+fn at_nanos(nanos: Option<i64>) -> DateTime<Utc> {
+    nanos.map_or_else(Utc::now, DateTime::from_timestamp_nanos)
 }
 
 /// The host's unix time as the kernel last updated it, at the price of
@@ -116,10 +119,7 @@ pub struct CoarseClock;
 
 impl Clock for CoarseClock {
     fn now(&self) -> DateTime<Utc> {
-        match self.unix_nanos() {
-            Some(nanos) => DateTime::from_timestamp_nanos(nanos),
-            None => SystemClock.now(),
-        }
+        at_nanos(self.unix_nanos())
     }
 
     #[cfg(target_os = "linux")]

@@ -270,7 +270,6 @@ impl Inner {
                 }
             }
         }
-        jobs.clear();
     }
 
     /// Gives a finished batch's slot back, or hands it to the queue:
