@@ -162,6 +162,7 @@ mod clock;
 pub mod config;
 mod decision;
 mod error;
+mod held_key;
 pub mod http;
 pub mod key;
 pub mod limiter;

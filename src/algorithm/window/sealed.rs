@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 
 /// Final counts of sealed buckets, by client, each kept until the last
@@ -32,8 +33,10 @@ pub(crate) struct SealedCache {
 #[derive(Debug)]
 struct Entries {
     /// By client prefix, hashed with a random seed as the store's keys are,
-    /// so ids chosen by clients cannot be made to collide.
-    map: HashMap<Box<[u8]>, Ring, KeyHasher>,
+    /// so ids chosen by clients cannot be made to collide. A short prefix
+    /// and a ring of up to [`INLINE_SLOTS`] buckets are held in the entry,
+    /// so that a lookup among many clients touches the entry alone.
+    map: HashMap<HeldKey, Ring, KeyHasher>,
     /// The size at which the map is next swept for entries no longer
     /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
     /// sweeping costs O(1) per insert and the map holds at most about
@@ -52,12 +55,16 @@ const SWEEP_EVERY: i64 = 1_000_000_000;
 /// The map's size at its first sweep.
 const FIRST_SWEEP: usize = 1_024;
 
+/// Ring slots held in the map's entry; a longer history (more than 4
+/// sub-windows) has its ring in an allocation of its own.
+const INLINE_SLOTS: usize = 4;
+
 /// One client's sealed buckets: slot `index mod history` holds the index
 /// and count of bucket `index`, if that is the bucket it was filled for.
-/// Each slot keeps both side by side, so a lookup touches one allocation.
+/// Each slot keeps both side by side.
 #[derive(Debug)]
 struct Ring {
-    slots: Box<[(i64, u64)]>,
+    slots: smallvec::SmallVec<[(i64, u64); INLINE_SLOTS]>,
     /// Unix nanoseconds after which no decision reads any of these buckets.
     last_read: i64,
 }
@@ -71,7 +78,7 @@ const EMPTY: i64 = i64::MIN;
 impl Ring {
     fn new(history: usize) -> Self {
         Self {
-            slots: vec![(EMPTY, 0); history].into_boxed_slice(),
+            slots: smallvec::smallvec![(EMPTY, 0); history],
             last_read: i64::MIN,
         }
     }
@@ -186,7 +193,7 @@ impl SealedCache {
         }
         let mut ring = Ring::new(self.history);
         ring.put_all(sealed);
-        entries.map.insert(client.into(), ring);
+        entries.map.insert(HeldKey::new(client), ring);
     }
 
     /// Clients kept (some perhaps no longer read, until the next sweep).

@@ -5,15 +5,17 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{StoreError, StoreErrorKind};
+use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 
-/// One shard. A key is held once, shared by the map and its expiry entry.
+/// One shard. A short key is held inline, by the map and by its expiry
+/// entry, so that finding an item follows no pointer to its key; a long
+/// one is held once, shared by both.
 pub(super) struct Shard {
-    pub(super) items: HashMap<Arc<[u8]>, Item, KeyHasher>,
+    pub(super) items: HashMap<HeldKey, Item, KeyHasher>,
     /// When items are due to be looked at for expiry: `(when, created,
     /// key)`. Each item has exactly one live entry, at `Item::scheduled`,
     /// never after it expires; an entry whose item is gone, was created
@@ -24,7 +26,7 @@ pub(super) struct Shard {
 }
 
 /// An expiry entry: when, the item's `created`, its key.
-pub(super) type Expiry = (i64, u64, Arc<[u8]>);
+pub(super) type Expiry = (i64, u64, HeldKey);
 
 pub(super) struct Item {
     pub(super) value: Value,
@@ -77,7 +79,7 @@ impl Shard {
     /// overwritten in place, keeping its key, its byte buffer (unless far
     /// too big for the value) and its expiry entry, which is only
     /// rescheduled if the new expiry comes before it; otherwise the key is
-    /// stored once, shared by the map and a new expiry entry.
+    /// held by the map and by a new expiry entry.
     pub(super) fn write(&mut self, key: &[u8], value: New<'_>, version: u64, expires_at: i64) {
         let Some(item) = self.items.get_mut(key) else {
             return self.insert(key, value.owned(), version, expires_at);
@@ -99,14 +101,14 @@ impl Shard {
     /// A new expiry entry `(when, created)` for the item held at `key`.
     pub(super) fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
         let (key, _) = self.items.get_key_value(key).expect("a held item");
-        let key = Arc::clone(key);
+        let key = key.clone();
         self.expiries.push(Reverse((when, created, key)));
     }
 
     pub(super) fn insert(&mut self, key: &[u8], value: Value, version: u64, expires_at: i64) {
-        let key: Arc<[u8]> = Arc::from(key);
+        let key = HeldKey::new(key);
         self.expiries
-            .push(Reverse((expires_at, version, Arc::clone(&key))));
+            .push(Reverse((expires_at, version, key.clone())));
         self.items.insert(
             key,
             Item {

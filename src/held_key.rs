@@ -1,0 +1,158 @@
+//! Keys as the in-process tables hold them: inline when short, so that
+//! finding one compares bytes already in the table's own entry instead of
+//! following a pointer to another allocation; shared when long.
+//!
+//! With many clients, the tables are far larger than the processor's
+//! caches, and every pointer a lookup follows is a likely cache miss: a
+//! key held in its own allocation costs one more per lookup than a key
+//! held in the entry.
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+/// The longest key held inline. A `HeldKey` takes 56 bytes, a length
+/// byte and a tag among them: room for `<namespace>:<client>_<suffix>`
+/// with a 32-character client id, a short namespace and a 12-digit
+/// suffix.
+pub(crate) const INLINE: usize = 54;
+
+/// A key held by a table: its bytes inline up to [`INLINE`], else shared,
+/// so that a copy (for an expiry queue, say) is cheap either way. It
+/// hashes, compares and orders as its bytes do, so a table of them is
+/// searched with a `&[u8]`.
+#[derive(Clone)]
+pub(crate) struct HeldKey(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Shared(Arc<[u8]>),
+}
+
+impl HeldKey {
+    /// Holds `key`.
+    pub(crate) fn new(key: &[u8]) -> Self {
+        match u8::try_from(key.len()) {
+            Ok(len) if key.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..key.len()].copy_from_slice(key);
+                Self(Repr::Inline { len, bytes })
+            }
+            _ => Self(Repr::Shared(Arc::from(key))),
+        }
+    }
+
+    /// The key's bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Repr::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl Borrow<[u8]> for HeldKey {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+// As `[u8]` hashes, which `Borrow` requires.
+impl Hash for HeldKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl PartialEq for HeldKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for HeldKey {}
+
+impl PartialOrd for HeldKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeldKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl fmt::Debug for HeldKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::hash_map::RandomState;
+    use std::collections::HashMap;
+    use std::hash::BuildHasher;
+
+    fn lengths() -> impl Iterator<Item = usize> {
+        [0, 1, INLINE - 1, INLINE, INLINE + 1, 255, 256, 300, 10_000].into_iter()
+    }
+
+    #[test]
+    fn holds_any_key_as_its_bytes() {
+        let hasher = RandomState::new();
+        for len in lengths() {
+            let key: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let held = HeldKey::new(&key);
+            assert_eq!(held.as_bytes(), key.as_slice(), "length {len}");
+            assert_eq!(held.clone(), held);
+            assert_eq!(
+                hasher.hash_one(&held),
+                hasher.hash_one(key.as_slice()),
+                "hashes as its bytes, length {len}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_table_of_held_keys_is_searched_by_bytes() {
+        let keys: Vec<Vec<u8>> = lengths().map(|len| vec![b'k'; len]).collect();
+        let map: HashMap<HeldKey, usize> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, key)| (HeldKey::new(key), i))
+            .collect();
+        assert_eq!(map.len(), keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(map.get(key.as_slice()), Some(&i));
+        }
+        // Keys differing only past the inline part, or only by length.
+        let long = vec![b'k'; INLINE + 1];
+        let mut other = long.clone();
+        *other.last_mut().expect("not empty") = b'j';
+        assert_ne!(HeldKey::new(&long), HeldKey::new(&other));
+        assert_ne!(HeldKey::new(&long[..INLINE]), HeldKey::new(&long));
+        assert!(!map.contains_key(other.as_slice()));
+    }
+
+    #[test]
+    fn orders_as_its_bytes() {
+        let keys: [&[u8]; 5] = [b"", b"a", b"ab", &[b'a'; INLINE + 3], b"b"];
+        for a in keys {
+            for b in keys {
+                assert_eq!(HeldKey::new(a).cmp(&HeldKey::new(b)), a.cmp(b));
+            }
+        }
+    }
+
+    #[test]
+    fn takes_56_bytes() {
+        assert_eq!(std::mem::size_of::<HeldKey>(), 56);
+    }
+}
