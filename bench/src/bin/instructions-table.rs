@@ -1,8 +1,9 @@
-//! The table of the instruction-count benchmark: instructions per decision
-//! of every algorithm, on the embedded store and on memcached's client
-//! side, one hot client and 100,000 clients, read from the summaries
-//! `cargo bench --bench instructions -- --save-summary=json` leaves.
-//! `scripts/bench-instructions` runs both.
+//! The tables of the instruction-count benchmark: instructions per
+//! decision of every algorithm, on the embedded store and on memcached's
+//! client side, one hot client and 100,000 clients, then the memory reads
+//! and writes its simulated last-level cache missed, read from the
+//! summaries `cargo bench --bench instructions -- --save-summary=json`
+//! leaves. `scripts/bench-instructions` runs both.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,8 +34,18 @@ const COLUMNS: [(&str, &str); 4] = [
     ("memcached_many", "memcached client side, 100,000 clients"),
 ];
 
-/// The instructions a benchmark's trace took, from its `summary.json`.
-fn instructions(dir: &Path, id: &str) -> Result<u64, String> {
+/// The figures each table gives: callgrind's event (as gungraun names it),
+/// and the table's title.
+const TABLES: [(&str, &str); 2] = [
+    ("Ir", "Instructions per decision (callgrind's `Ir`"),
+    (
+        "RamHits",
+        "Last-level cache misses per decision (gungraun's `RamHits`, callgrind's `ILmr + DLmr + DLmw` in its fixed cache model",
+    ),
+];
+
+/// The count of `event` a benchmark's trace took, from its `summary.json`.
+fn count(dir: &Path, id: &str, event: &str) -> Result<u64, String> {
     let path = dir.join(format!("decisions.{id}")).join("summary.json");
     let text =
         std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
@@ -43,43 +54,46 @@ fn instructions(dir: &Path, id: &str) -> Result<u64, String> {
     // `Left` alone on a first run; `Both`, this run's and the previous
     // one's, once there was a run to compare with.
     let metrics =
-        &summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"]["Ir"]["metrics"];
+        &summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"][event]["metrics"];
     let this_run = match &metrics["Both"] {
         serde_json::Value::Null => &metrics["Left"],
         both => &both[0],
     };
     this_run["Int"]
         .as_u64()
-        .ok_or_else(|| format!("{}: no instruction count (Ir) in it", path.display()))
+        .ok_or_else(|| format!("{}: no count of {event} in it", path.display()))
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    println!(
-        "Instructions per decision (callgrind's `Ir` for a trace of {TRACE} decisions ÷ {TRACE}; warm-up not counted)\n"
-    );
-    let heading: Vec<&str> = COLUMNS.iter().map(|(_, title)| *title).collect();
-    println!("| case | {} |", heading.join(" | "));
-    println!("|---|{}", "---:|".repeat(COLUMNS.len()));
     let mut missing = Vec::new();
-    for (index, case) in Case::ALL.iter().enumerate() {
-        let cells: Vec<String> = COLUMNS
-            .iter()
-            .map(
-                |(prefix, _)| match instructions(&args.dir, &format!("{prefix}_{index}")) {
-                    Ok(total) => format!("{}", (total as f64 / TRACE as f64).round()),
-                    Err(error) => {
-                        missing.push(error);
-                        "–".to_owned()
-                    }
-                },
-            )
-            .collect();
-        println!("| {} | {} |", case.name(), cells.join(" | "));
+    for (event, title) in TABLES {
+        println!("{title} for a trace of {TRACE} decisions ÷ {TRACE}; warm-up not counted)\n");
+        let heading: Vec<&str> = COLUMNS.iter().map(|(_, title)| *title).collect();
+        println!("| case | {} |", heading.join(" | "));
+        println!("|---|{}", "---:|".repeat(COLUMNS.len()));
+        for (index, case) in Case::ALL.iter().enumerate() {
+            let cells: Vec<String> = COLUMNS
+                .iter()
+                .map(
+                    |(prefix, _)| match count(&args.dir, &format!("{prefix}_{index}"), event) {
+                        Ok(total) => per_decision(total, event),
+                        Err(error) => {
+                            missing.push(error);
+                            "–".to_owned()
+                        }
+                    },
+                )
+                .collect();
+            println!("| {} | {} |", case.name(), cells.join(" | "));
+        }
+        println!();
     }
     if missing.is_empty() {
         return ExitCode::SUCCESS;
     }
+    missing.sort();
+    missing.dedup();
     for error in &missing {
         eprintln!("instructions-table: {error}");
     }
@@ -88,4 +102,14 @@ fn main() -> ExitCode {
         missing.len()
     );
     ExitCode::FAILURE
+}
+
+/// `total` over the trace, per decision: instructions whole, misses to
+/// two decimals (a hot client's are well under one).
+fn per_decision(total: u64, event: &str) -> String {
+    let each = total as f64 / TRACE as f64;
+    match event {
+        "Ir" => format!("{}", each.round()),
+        _ => format!("{each:.2}"),
+    }
 }

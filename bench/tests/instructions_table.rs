@@ -1,0 +1,68 @@
+//! `instructions-table` reads gungraun's saved summaries into its two
+//! tables, per decision, and says which results are missing.
+
+use std::path::Path;
+use std::process::Command;
+
+use memcache_ratelimit_bench::instructions::TRACE;
+
+/// A summary as gungraun saves it: `Left` alone on a first run, `Both`
+/// (this run's, then the previous one's) once there was one before.
+fn summary(instructions: u64, misses: u64, compared: bool) -> String {
+    let metric = |count: u64| {
+        if compared {
+            format!(r#"{{"metrics": {{"Both": [{{"Int": {count}}}, {{"Int": 1}}]}}}}"#)
+        } else {
+            format!(r#"{{"metrics": {{"Left": {{"Int": {count}}}}}}}"#)
+        }
+    };
+    format!(
+        r#"{{"profiles": [{{"summaries": {{"total": {{"summary": {{"Callgrind": {{"Ir": {}, "RamHits": {}}}}}}}}}}}]}}"#,
+        metric(instructions),
+        metric(misses)
+    )
+}
+
+fn save(dir: &Path, id: &str, text: &str) {
+    let case = dir.join(format!("decisions.{id}"));
+    std::fs::create_dir_all(&case).expect("a case directory");
+    std::fs::write(case.join("summary.json"), text).expect("a summary");
+}
+
+#[test]
+fn both_tables_are_read_per_decision_and_missing_results_are_named() {
+    let dir = std::env::temp_dir().join(format!("instructions-table-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let trace = TRACE as u64;
+    save(&dir, "embedded_hot_0", &summary(2_126 * trace, 0, false));
+    save(
+        &dir,
+        "embedded_many_0",
+        &summary(2_185 * trace, 6_310, true),
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_instructions-table"))
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .expect("instructions-table runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stdout.contains("| FixedWindow | 2126 | 2185 | – | – |"),
+        "{stdout}"
+    );
+    let misses = 6_310.0 / TRACE as f64;
+    assert!(
+        stdout.contains(&format!("| FixedWindow | 0.00 | {misses:.2} | – | – |")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Last-level cache misses per decision"));
+    // Every other case of both tables is missing, each named once.
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("decisions.memcached_hot_0/summary.json"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("38 results missing"), "{stderr}");
+}
