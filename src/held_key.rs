@@ -17,10 +17,10 @@ use std::sync::Arc;
 /// byte and a tag among them: room for `<namespace>:<client>_<suffix>`
 /// with a 32-character client id, a short namespace and a 12-digit
 /// suffix.
-pub(crate) const INLINE: usize = 54;
+const INLINE: usize = 54;
 
-/// A key held by a table: its bytes inline up to [`INLINE`], else shared,
-/// so that a copy (for an expiry queue, say) is cheap either way. It
+/// A key held by a table: its bytes inline up to [`INLINE`], else in an
+/// `Arc`, so that a clone is cheap either way. It
 /// hashes, compares and orders as its bytes do, so a table of them is
 /// searched with a `&[u8]`.
 #[derive(Clone)]
@@ -35,14 +35,14 @@ enum Repr {
 impl HeldKey {
     /// Holds `key`.
     pub(crate) fn new(key: &[u8]) -> Self {
-        match u8::try_from(key.len()) {
-            Ok(len) if key.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..key.len()].copy_from_slice(key);
-                Self(Repr::Inline { len, bytes })
-            }
-            _ => Self(Repr::Shared(Arc::from(key))),
+        if key.len() > INLINE {
+            return Self(Repr::Shared(Arc::from(key)));
         }
+        let mut bytes = [0; INLINE];
+        bytes[..key.len()].copy_from_slice(key);
+        // At most `INLINE` (54): it fits.
+        let len = key.len() as u8;
+        Self(Repr::Inline { len, bytes })
     }
 
     /// The key's bytes.

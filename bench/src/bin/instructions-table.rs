@@ -34,54 +34,97 @@ const COLUMNS: [(&str, &str); 4] = [
     ("memcached_many", "memcached client side, 100,000 clients"),
 ];
 
-/// The figures each table gives: callgrind's event (as gungraun names it),
-/// and the table's title.
-const TABLES: [(&str, &str); 2] = [
-    ("Ir", "Instructions per decision (callgrind's `Ir`"),
-    (
-        "RamHits",
-        "Last-level cache misses per decision (gungraun's `RamHits`, callgrind's `ILmr + DLmr + DLmw` in its fixed cache model",
-    ),
+/// A table: callgrind's event (as gungraun names it), the table's title,
+/// and the decimals of its figures per decision (a hot client's misses
+/// are well under one).
+struct Table {
+    event: &'static str,
+    title: &'static str,
+    decimals: usize,
+}
+
+const TABLES: [Table; 2] = [
+    Table {
+        event: "Ir",
+        title: "Instructions per decision (callgrind's `Ir`",
+        decimals: 0,
+    },
+    Table {
+        event: "RamHits",
+        title: "Last-level cache misses per decision (gungraun's `RamHits`, callgrind's `ILmr + DLmr + DLmw` in its fixed cache model",
+        decimals: 2,
+    },
 ];
 
-/// The count of `event` a benchmark's trace took, from its `summary.json`.
-fn count(dir: &Path, id: &str, event: &str) -> Result<u64, String> {
-    let path = dir.join(format!("decisions.{id}")).join("summary.json");
-    let text =
-        std::fs::read_to_string(&path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let summary: serde_json::Value =
-        serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
-    // `Left` alone on a first run; `Both`, this run's and the previous
-    // one's, once there was a run to compare with.
-    let metrics =
-        &summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"][event]["metrics"];
-    let this_run = match &metrics["Both"] {
-        serde_json::Value::Null => &metrics["Left"],
-        both => &both[0],
-    };
-    this_run["Int"]
-        .as_u64()
-        .ok_or_else(|| format!("{}: no count of {event} in it", path.display()))
+/// A benchmark's saved counts, from its `summary.json`, each read once.
+struct Summary {
+    path: PathBuf,
+    callgrind: serde_json::Value,
+}
+
+impl Summary {
+    fn read(dir: &Path, id: &str) -> Result<Self, String> {
+        let path = dir.join(format!("decisions.{id}")).join("summary.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("{}: {error}", path.display()))?;
+        let mut summary: serde_json::Value =
+            serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+        let callgrind = summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"].take();
+        Ok(Self { path, callgrind })
+    }
+
+    /// The count of `event` the trace took.
+    fn count(&self, event: &str) -> Result<u64, String> {
+        // `Left` alone on a first run; `Both`, this run's and the previous
+        // one's, once there was a run to compare with.
+        let metrics = &self.callgrind[event]["metrics"];
+        let this_run = match &metrics["Both"] {
+            serde_json::Value::Null => &metrics["Left"],
+            both => &both[0],
+        };
+        this_run["Int"]
+            .as_u64()
+            .ok_or_else(|| format!("{}: no count of {event} in it", self.path.display()))
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     let mut missing = Vec::new();
-    for (event, title) in TABLES {
-        println!("{title} for a trace of {TRACE} decisions ÷ {TRACE}; warm-up not counted)\n");
+    // Per case, per column.
+    let summaries: Vec<Vec<Option<Summary>>> = (0..Case::ALL.len())
+        .map(|index| {
+            COLUMNS
+                .iter()
+                .map(|(prefix, _)| {
+                    Summary::read(&args.dir, &format!("{prefix}_{index}"))
+                        .map_err(|error| missing.push(error))
+                        .ok()
+                })
+                .collect()
+        })
+        .collect();
+    for table in &TABLES {
+        println!(
+            "{} for a trace of {TRACE} decisions ÷ {TRACE}; warm-up not counted)\n",
+            table.title
+        );
         let heading: Vec<&str> = COLUMNS.iter().map(|(_, title)| *title).collect();
         println!("| case | {} |", heading.join(" | "));
         println!("|---|{}", "---:|".repeat(COLUMNS.len()));
-        for (index, case) in Case::ALL.iter().enumerate() {
-            let cells: Vec<String> = COLUMNS
+        for (case, row) in Case::ALL.iter().zip(&summaries) {
+            let cells: Vec<String> = row
                 .iter()
                 .map(
-                    |(prefix, _)| match count(&args.dir, &format!("{prefix}_{index}"), event) {
-                        Ok(total) => per_decision(total, event),
-                        Err(error) => {
+                    |summary| match summary.as_ref().map(|s| s.count(table.event)) {
+                        Some(Ok(total)) => {
+                            format!("{:.*}", table.decimals, total as f64 / TRACE as f64)
+                        }
+                        Some(Err(error)) => {
                             missing.push(error);
                             "–".to_owned()
                         }
+                        None => "–".to_owned(),
                     },
                 )
                 .collect();
@@ -92,8 +135,6 @@ fn main() -> ExitCode {
     if missing.is_empty() {
         return ExitCode::SUCCESS;
     }
-    missing.sort();
-    missing.dedup();
     for error in &missing {
         eprintln!("instructions-table: {error}");
     }
@@ -102,14 +143,4 @@ fn main() -> ExitCode {
         missing.len()
     );
     ExitCode::FAILURE
-}
-
-/// `total` over the trace, per decision: instructions whole, misses to
-/// two decimals (a hot client's are well under one).
-fn per_decision(total: u64, event: &str) -> String {
-    let each = total as f64 / TRACE as f64;
-    match event {
-        "Ir" => format!("{}", each.round()),
-        _ => format!("{each:.2}"),
-    }
 }

@@ -12,8 +12,7 @@ use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 
 /// One shard. A short key is held inline, by the map and by its expiry
-/// entry, so that finding an item follows no pointer to its key; a long
-/// one is held once, shared by both.
+/// entry, so that finding an item follows no pointer to its key.
 pub(super) struct Shard {
     pub(super) items: HashMap<HeldKey, Item, KeyHasher>,
     /// When items are due to be looked at for expiry: `(when, created,
@@ -100,9 +99,8 @@ impl Shard {
 
     /// A new expiry entry `(when, created)` for the item held at `key`.
     pub(super) fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
-        let (key, _) = self.items.get_key_value(key).expect("a held item");
-        let key = key.clone();
-        self.expiries.push(Reverse((when, created, key)));
+        self.expiries
+            .push(Reverse((when, created, HeldKey::new(key))));
     }
 
     pub(super) fn insert(&mut self, key: &[u8], value: Value, version: u64, expires_at: i64) {
