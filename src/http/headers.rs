@@ -21,6 +21,7 @@
 //! 6 and Appendix B for `Retry-After`). [`PartitionKeySecret`] says why
 //! `pk` is a keyed hash (sections 6.1 and 8.2).
 
+mod field_buf;
 mod partition_key;
 mod policy;
 #[cfg(test)]
@@ -34,6 +35,7 @@ use smallvec::SmallVec;
 
 pub use self::partition_key::PartitionKeySecret;
 pub use self::policy::{HeaderPolicy, QuotaUnit, MAX_POLICY_NAME};
+pub(crate) use self::writer::FieldBuf;
 use self::writer::{integer, integer_item, ListWriter};
 use crate::decision::Decision;
 
@@ -273,7 +275,7 @@ impl RateLimitFields {
         policies: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
+        let mut out = FieldBuf::new();
         self.write_announcing(&mut out, policies, announced)
             .into_iter()
             .map(|(name, value)| {
@@ -290,7 +292,7 @@ impl RateLimitFields {
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn write_announcing(
         &self,
-        out: &mut Vec<u8>,
+        out: &mut FieldBuf,
         policies: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Written {
@@ -298,10 +300,9 @@ impl RateLimitFields {
             .iter()
             .filter_map(|(_, _, decision)| denial_delay(decision))
             .max();
-        out.reserve(64 * (2 * policies.len() + announced.len()) + 32);
         let mut written = Written::new();
-        // Where each decided policy's `pk` value is in `out`, written
-        // once and copied into the second field.
+        // Where each decided policy's `pk` parameter is in `out`: hashed
+        // and written once, and copied into the second field.
         let mut pks: SmallVec<[Option<Range<usize>>; 2]> = SmallVec::new();
         let mut policy_list = ListWriter::new(out);
         for (policy, key, _) in policies {
@@ -317,11 +318,11 @@ impl RateLimitFields {
         let mut limit_list = ListWriter::new(out);
         for ((policy, _, decision), pk) in policies.iter().zip(&pks) {
             limit_list
-                .member(policy.name.as_str())
+                .written(policy.quoted_name())
                 .integer("r", decision.remaining())
                 .integer("t", effective_window(decision));
             if let Some(pk) = pk {
-                limit_list.copied("pk", pk.clone());
+                limit_list.copied(pk.clone());
             }
         }
         let Some(limit_field) = limit_list.finish() else {
@@ -343,27 +344,21 @@ impl RateLimitFields {
         written
     }
 
-    /// Adds `policy` to `list` as a member of `RateLimit-Policy`, with the
-    /// `pk` of `key` if it is per client; returns that `pk`.
+    /// Writes `policy`'s member of `RateLimit-Policy` for client `key`,
+    /// and returns where its `pk` parameter is if it has one.
     fn announce(
         &self,
         list: &mut ListWriter<'_>,
         policy: &HeaderPolicy,
         key: &[u8],
     ) -> Option<Range<usize>> {
-        list.member(policy.name.as_str())
-            .integer("q", policy.quota.limit());
-        if let Some(unit) = policy.unit.parameter() {
-            list.string("qu", unit);
-        }
-        list.integer("w", whole_seconds(policy.quota.period()));
+        list.written(policy.member());
         policy
             .per_client
             .then(|| list.bytes("pk", &self.secret.partition_key(key)))
     }
 }
 
-/// The names of the fields [`RateLimitFields`] writes, as it writes them.
 pub(crate) mod field {
     pub(crate) const POLICY: &str = "RateLimit-Policy";
     pub(crate) const LIMIT: &str = "RateLimit";

@@ -71,4 +71,4 @@ pub use self::headers::{
     HeaderPolicy, PartitionKeySecret, PolicyDecision, QuotaUnit, RateLimitFields, MAX_POLICY_NAME,
 };
 #[cfg(feature = "tower")]
-pub use self::layer::{Denial, MissingKey, RateLimit, RateLimitLayer};
+pub use self::layer::{Denial, MissingKey, RateLimit, RateLimitLayer, ResponseFuture};

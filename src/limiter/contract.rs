@@ -96,6 +96,31 @@ pub trait Limiter: Send + Sync {
         None
     }
 
+    /// [`check_now`](Self::check_now) at `now`, in nanoseconds since the
+    /// unix epoch, as [`Clock::unix_nanos`] reads it: what
+    /// [`Policies::check_now`](crate::Policies::check_now) asks, with no
+    /// `DateTime` built and taken apart again on every request. By
+    /// default, `check_now` at that time.
+    ///
+    /// ```
+    /// use memcache_ratelimit::{Clock, Limiter, ManualClock, MemoryStore, SlidingWindow};
+    /// use std::sync::Arc;
+    ///
+    /// let clock = ManualClock::from_unix_secs(1_700_000_000);
+    /// let limiter = SlidingWindow::builder("1/minute".parse()?, Arc::new(MemoryStore::new()))
+    ///     .clock(clock.clone())
+    ///     .build()?;
+    /// let now = clock.unix_nanos().expect("within the years an i64 holds");
+    /// let first = limiter.check_now_nanos(b"alice", 1, now).expect("an in-process store")?;
+    /// assert!(first.is_allowed());
+    /// let second = limiter.check_now_nanos(b"alice", 1, now).expect("an in-process store")?;
+    /// assert!(second.is_denied());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
+        self.check_now(key, cost, DateTime::from_timestamp_nanos(now))
+    }
+
     /// Gives back `cost` units that an allowed decision of client `key` at
     /// `at` took; see [`RateLimiter::refund_at`].
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error>;
@@ -153,6 +178,10 @@ impl Limiter for RateLimiter {
             Ok(now) => self.decide_now(key, cost, now),
             Err(error) => Some(Err(error)),
         }
+    }
+
+    fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
+        self.decide_now(key, cost, now)
     }
 
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {
@@ -232,6 +261,10 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
         at: DateTime<Utc>,
     ) -> Option<Result<Decision, Error>> {
         (**self).check_now(key, cost, at)
+    }
+
+    fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
+        (**self).check_now_nanos(key, cost, now)
     }
 
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {

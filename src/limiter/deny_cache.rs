@@ -239,14 +239,17 @@ impl<L: Limiter> Limiter for DenyCache<L> {
         cost: u64,
         at: DateTime<Utc>,
     ) -> Option<Result<Decision, Error>> {
-        let now = match unix_nanos(at) {
-            Ok(now) => now,
-            Err(error) => return Some(Err(error)),
-        };
+        match unix_nanos(at) {
+            Ok(now) => self.check_now_nanos(key, cost, now),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
         if let Some(decision) = self.hit(key, cost, now) {
             return Some(Ok(decision));
         }
-        let decision = self.inner.check_now(key, cost, at)?;
+        let decision = self.inner.check_now_nanos(key, cost, now)?;
         if let Ok(decision) = decision {
             self.learn(key, cost, now, decision);
         }

@@ -238,6 +238,13 @@ impl Limiter for DynamicLimiter {
         }
     }
 
+    fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
+        match self.limiter_for(key) {
+            Ok(limiter) => Limiter::check_now_nanos(&limiter, key, cost, now),
+            Err(error) => Some(Err(error)),
+        }
+    }
+
     /// To the limiter of the client's quota now; a quota changed between
     /// the decision and the refund gives the units to the new one.
     async fn refund_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<(), Error> {

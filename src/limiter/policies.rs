@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
+use crate::algorithm::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::Limiter;
@@ -211,17 +212,24 @@ impl Policies {
         if self.waits.load(Ordering::Relaxed) {
             return None;
         }
-        let at = self.policies[0].limiter.clock().now();
+        let clock = self.policies[0].limiter.clock();
+        let now = match clock.unix_nanos() {
+            Some(now) => now,
+            None => match unix_nanos(clock.now()) {
+                Ok(now) => now,
+                Err(error) => return Some(Err(error)),
+            },
+        };
         let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {
-            let Some(outcome) = policy.limiter.check_now(key, cost, at) else {
+            let Some(outcome) = policy.limiter.check_now_nanos(key, cost, now) else {
                 self.waits.store(true, Ordering::Relaxed);
-                self.give_back_now(&mut decided, keys, cost, at);
+                self.give_back_now(&mut decided, keys, cost, now);
                 return None;
             };
             let denied = is_denial(&outcome);
             if denied {
-                self.give_back_now(&mut decided, keys, cost, at);
+                self.give_back_now(&mut decided, keys, cost, now);
             }
             match outcome {
                 Ok(decision) => decided.push(decision),
@@ -258,13 +266,8 @@ impl Policies {
 
     /// [`give_back`](Self::give_back) for policies that decided at once,
     /// whose refunds complete at once too.
-    fn give_back_now(
-        &self,
-        decided: &mut [Decision],
-        keys: &[&[u8]],
-        cost: u64,
-        at: chrono::DateTime<chrono::Utc>,
-    ) {
+    fn give_back_now(&self, decided: &mut [Decision], keys: &[&[u8]], cost: u64, now: i64) {
+        let at = chrono::DateTime::from_timestamp_nanos(now);
         if let Err(error) = at_once(self.give_back(decided, keys, cost, at)) {
             tracing::warn!(%error, cost, "refunds to the policies that allowed a denied request did not complete; their cost stays spent");
         }

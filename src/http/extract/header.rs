@@ -1,5 +1,7 @@
 //! A request header field's value as the key.
 
+use std::borrow::Cow;
+
 use ::http::request::Parts;
 use ::http::HeaderName;
 
@@ -36,7 +38,11 @@ impl Header {
 
 impl KeyExtractor for Header {
     fn extract(&self, parts: &Parts) -> Option<Vec<u8>> {
+        self.extract_borrowed(parts).map(Cow::into_owned)
+    }
+
+    fn extract_borrowed<'a>(&self, parts: &'a Parts) -> Option<Cow<'a, [u8]>> {
         let value = parts.headers.get(&self.name)?.as_bytes();
-        (!value.is_empty()).then(|| value.to_vec())
+        (!value.is_empty()).then_some(Cow::Borrowed(value))
     }
 }

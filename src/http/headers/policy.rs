@@ -1,6 +1,8 @@
 //! A policy as the fields announce it: its name, quota, unit, and whether
 //! it is per client.
 
+use super::whole_seconds;
+use super::writer::{FieldBuf, ListWriter};
 use crate::error::ConfigError;
 use crate::quota::Quota;
 
@@ -93,6 +95,12 @@ pub struct HeaderPolicy {
     pub(super) quota: Quota,
     pub(super) unit: QuotaUnit,
     pub(super) per_client: bool,
+    /// Its member of `RateLimit-Policy` without `pk`
+    /// (`"name";q=…;qu=…;w=…`), written when the policy is built and
+    /// copied into every response; its quoted name is the first
+    /// `quoted_name` bytes.
+    member: Box<[u8]>,
+    quoted_name: usize,
 }
 
 impl HeaderPolicy {
@@ -130,50 +138,69 @@ impl HeaderPolicy {
         }
         let name = sfv::String::from_string(name.to_owned())
             .map_err(|(_, name)| refused(format!("{name:?}")))?;
-        Ok(Self {
-            name,
-            quota,
-            unit: QuotaUnit::Requests,
-            per_client: false,
-        })
+        Ok(Self::written(name, quota, QuotaUnit::Requests, false))
     }
 
     /// The policy `"default"`, per client, as a layer announces it
     /// before it is given a name.
     #[cfg(feature = "tower")]
     pub(crate) fn default_for(quota: Quota) -> Self {
-        Self {
-            name: DEFAULT_NAME.to_owned(),
-            quota,
-            unit: QuotaUnit::Requests,
-            per_client: true,
-        }
+        Self::written(DEFAULT_NAME.to_owned(), quota, QuotaUnit::Requests, true)
     }
 
     /// This policy under another name, checked as [`new`](Self::new) does.
     #[cfg(feature = "tower")]
     pub(crate) fn renamed(&self, name: &str) -> Result<Self, ConfigError> {
         let renamed = Self::new(name, self.quota)?;
-        Ok(Self {
-            name: renamed.name,
-            ..self.clone()
-        })
+        Ok(Self::written(
+            renamed.name,
+            self.quota,
+            self.unit,
+            self.per_client,
+        ))
     }
 
     /// This policy for another quota: a dynamic limiter's per-client one.
     #[cfg(feature = "tower")]
     pub(crate) fn with_quota(&self, quota: Quota) -> Self {
-        Self {
-            quota,
-            ..self.clone()
+        Self::written(self.name.clone(), quota, self.unit, self.per_client)
+    }
+
+    /// The policy, with its member of `RateLimit-Policy` written.
+    fn written(name: sfv::String, quota: Quota, unit: QuotaUnit, per_client: bool) -> Self {
+        let mut out = FieldBuf::new();
+        let mut list = ListWriter::new(&mut out);
+        list.member(name.as_str());
+        let quoted_name = list.len();
+        list.integer("q", quota.limit());
+        if let Some(unit) = unit.parameter() {
+            list.string("qu", unit);
         }
+        list.integer("w", whole_seconds(quota.period()));
+        Self {
+            name,
+            quota,
+            unit,
+            per_client,
+            member: out[..].into(),
+            quoted_name,
+        }
+    }
+
+    /// Its member of `RateLimit-Policy` without `pk`.
+    pub(super) fn member(&self) -> &[u8] {
+        &self.member
+    }
+
+    /// Its name as a Structured Fields String, quoted and escaped.
+    pub(super) fn quoted_name(&self) -> &[u8] {
+        &self.member[..self.quoted_name]
     }
 
     /// Counts the quota in `unit` (default: requests).
     #[must_use]
-    pub fn quota_unit(mut self, unit: QuotaUnit) -> Self {
-        self.unit = unit;
-        self
+    pub fn quota_unit(self, unit: QuotaUnit) -> Self {
+        Self::written(self.name, self.quota, unit, self.per_client)
     }
 
     /// Whether each client has a quota of its own (default: false). A

@@ -2,13 +2,16 @@
 //! `sfv` crate serializes them (M. Nottingham, P-H. Kamp, *Structured
 //! Field Values for HTTP*, RFC 9651, section 4.1,
 //! <https://www.rfc-editor.org/rfc/rfc9651#section-4.1>), one after the
-//! other into one byte buffer for all of a response's fields: they cost a
-//! few hundred instructions and one allocation instead of the thousands
-//! of instructions `sfv`'s serializers spend on formatting and growing a
-//! buffer per field. Only what the fields use is here: String items with
-//! Integer, String and Byte Sequence parameters, and Integer items.
+//! other into one buffer on the stack for all of a response's fields:
+//! they cost a few hundred instructions and no allocation instead of the
+//! thousands of instructions `sfv`'s serializers spend on formatting and
+//! growing a buffer per field. Only what the fields use is here: String
+//! items with Integer, String and Byte Sequence parameters, and Integer
+//! items; and members written once, when a policy is built, and copied.
 
 use std::ops::Range;
+
+pub(crate) use super::field_buf::FieldBuf;
 
 /// The largest Structured Fields Integer (RFC 9651, section 3.3.1):
 /// larger numbers are written as this.
@@ -28,14 +31,14 @@ pub(super) fn integer(n: u64) -> u64 {
 /// buffer: members separated by `", "`, each a String item with its
 /// parameters.
 pub(super) struct ListWriter<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut FieldBuf,
     /// Where the list begins in `out`.
     start: usize,
 }
 
 impl<'a> ListWriter<'a> {
     /// An empty list, to be written at the end of `out`.
-    pub(super) fn new(out: &'a mut Vec<u8>) -> Self {
+    pub(super) fn new(out: &'a mut FieldBuf) -> Self {
         let start = out.len();
         Self { out, start }
     }
@@ -44,10 +47,17 @@ impl<'a> ListWriter<'a> {
     /// [`HeaderPolicy`](super::HeaderPolicy) name is checked to be), with
     /// `\` and `"` escaped (section 4.1.6).
     pub(super) fn member(&mut self, name: &str) -> &mut Self {
-        if self.out.len() > self.start {
-            self.out.extend_from_slice(b", ");
-        }
+        self.separate();
         push_string(self.out, name);
+        self
+    }
+
+    /// A member, or the start of one, written before by
+    /// [`member`](Self::member) and the parameter methods, copied as it
+    /// is.
+    pub(super) fn written(&mut self, member: &[u8]) -> &mut Self {
+        self.separate();
+        self.out.extend_from_slice(member);
         self
     }
 
@@ -67,29 +77,38 @@ impl<'a> ListWriter<'a> {
     }
 
     /// A parameter `;key=:base64:`: a Byte Sequence (section 4.1.8).
-    /// Returns where its value is in the buffer, for
+    /// Returns where the whole parameter is in the buffer, for
     /// [`copied`](Self::copied).
     pub(super) fn bytes(&mut self, key: &str, value: &[u8]) -> Range<usize> {
-        self.key(key);
         let start = self.out.len();
+        self.key(key);
         self.out.push(b':');
         push_base64(self.out, value);
         self.out.push(b':');
         start..self.out.len()
     }
 
-    /// A parameter `;key=` whose value is a copy of one already written
-    /// at `value` in the buffer.
-    pub(super) fn copied(&mut self, key: &str, value: Range<usize>) -> &mut Self {
-        self.key(key);
-        self.out.extend_from_within(value);
+    /// A parameter written before at `parameter` in the buffer, copied.
+    pub(super) fn copied(&mut self, parameter: Range<usize>) -> &mut Self {
+        self.out.extend_from_within(parameter);
         self
+    }
+
+    /// How many bytes the list holds so far.
+    pub(super) fn len(&self) -> usize {
+        self.out.len() - self.start
     }
 
     /// Where the list is in the buffer, or `None` if it has no member (an
     /// empty List is not serialized, section 4.1.1).
     pub(super) fn finish(self) -> Option<Range<usize>> {
         (self.out.len() > self.start).then_some(self.start..self.out.len())
+    }
+
+    fn separate(&mut self) {
+        if self.out.len() > self.start {
+            self.out.extend_from_slice(b", ");
+        }
     }
 
     fn key(&mut self, key: &str) {
@@ -101,17 +120,17 @@ impl<'a> ListWriter<'a> {
 
 /// Writes an Integer item alone at the end of `out`: `n`, capped at
 /// [`MAX_INTEGER`]; returns where it is.
-pub(super) fn integer_item(out: &mut Vec<u8>, n: u64) -> Range<usize> {
+pub(super) fn integer_item(out: &mut FieldBuf, n: u64) -> Range<usize> {
     let start = out.len();
     push_integer(out, n);
     start..out.len()
 }
 
-fn push_integer(out: &mut Vec<u8>, n: u64) {
+fn push_integer(out: &mut FieldBuf, n: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(integer(n)).as_bytes());
 }
 
-fn push_string(out: &mut Vec<u8>, value: &str) {
+fn push_string(out: &mut FieldBuf, value: &str) {
     out.push(b'"');
     let bytes = value.as_bytes();
     if bytes.iter().any(|&byte| byte == b'"' || byte == b'\\') {
@@ -128,9 +147,8 @@ fn push_string(out: &mut Vec<u8>, value: &str) {
 }
 
 /// `bytes` in base64 with padding, as RFC 4648 section 4 encodes it.
-fn push_base64(out: &mut Vec<u8>, bytes: &[u8]) {
+fn push_base64(out: &mut FieldBuf, bytes: &[u8]) {
     let digit = |sextet: u32| BASE64[(sextet & 63) as usize];
-    out.reserve(bytes.len().div_ceil(3) * 4);
     let mut chunks = bytes.chunks_exact(3);
     for chunk in &mut chunks {
         let n = u32::from(chunk[0]) << 16 | u32::from(chunk[1]) << 8 | u32::from(chunk[2]);
@@ -176,7 +194,8 @@ mod tests {
     }
 
     fn by_hand(members: &[(String, u64, Vec<u8>, Option<String>)]) -> Option<String> {
-        let mut out = b"before".to_vec();
+        let mut out = FieldBuf::new();
+        out.extend_from_slice(b"before");
         let mut list = ListWriter::new(&mut out);
         for (name, n, bytes, unit) in members {
             list.member(name).integer("q", *n);
@@ -201,9 +220,9 @@ mod tests {
             ("foobar", "Zm9vYmFy"),
         ];
         for (input, expected) in cases {
-            let mut out = Vec::new();
+            let mut out = FieldBuf::new();
             push_base64(&mut out, input.as_bytes());
-            assert_eq!(out, expected.as_bytes());
+            assert_eq!(&out[..], expected.as_bytes());
         }
     }
 

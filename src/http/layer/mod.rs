@@ -15,7 +15,7 @@ use ::http::{Response, StatusCode};
 use tower_layer::Layer;
 
 pub use self::denial::Denial;
-pub use self::service::RateLimit;
+pub use self::service::{RateLimit, ResponseFuture};
 use super::extract::KeyExtractor;
 use super::headers::{HeaderPolicy, PartitionKeySecret, RateLimitFields};
 use crate::error::ConfigError;

@@ -7,18 +7,18 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use ::http::request::Parts;
 use ::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
-use bytes::Bytes;
+use pin_project_lite::pin_project;
 use smallvec::SmallVec;
 use tower_service::Service;
 
 use super::denial::Denial;
 use super::{MissingKey, Shared};
 use crate::error::Error;
-use crate::http::headers::{field, HeaderPolicy};
+use crate::http::headers::{field, FieldBuf, HeaderPolicy};
 use crate::http::KeyExtractor;
 use crate::limiter::PolicyDecisions;
 
@@ -45,14 +45,19 @@ impl<S: std::fmt::Debug> std::fmt::Debug for RateLimit<S> {
 }
 
 /// Who a request counts as, under each policy.
-enum Keys {
-    /// One key per policy, in order (inline for up to two policies).
-    Each(SmallVec<[Vec<u8>; 2]>),
+enum Keys<'a> {
+    /// One key per policy, in order (inline for up to two policies),
+    /// borrowed from the request where the extractor can lend it.
+    Each(SmallVec<[Cow<'a, [u8]>; 2]>),
     /// Not limited: let it through without fields.
     Unlimited,
     /// Answered at once with this response.
     Answer(Response<String>),
 }
+
+/// The header fields of a response: inline for the two an allowed
+/// request gets from one policy or several.
+type Fields = SmallVec<[(HeaderName, HeaderValue); 2]>;
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S>
 where
@@ -63,7 +68,7 @@ where
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
-    type Future = BoxedResponse<ResBody, S::Error>;
+    type Future = ResponseFuture<S::Future, ResBody, S::Error>;
 
     fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(context)
@@ -71,49 +76,183 @@ where
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let (parts, body) = request.into_parts();
-        let keys = match self.shared.keys(&parts) {
-            Keys::Each(keys) => keys,
-            Keys::Unlimited => return Box::pin(self.inner.call(Request::from_parts(parts, body))),
-            Keys::Answer(response) => return answer(response),
-        };
-        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-        let decided_now = {
-            let slices = slices(&keys);
-            self.shared
-                .policies
-                .check_now(&slices, cost)
-                .map(|decided| self.shared.settle(decided, &slices))
-        };
-        let shared = self.shared.clone();
-        match decided_now {
-            // Decided within this call (in-process stores): the service
-            // polled ready serves the request, with no clone of it.
-            Some(Settled::Answer(response)) => answer(response),
-            Some(Settled::Serve(decided)) => {
+        match self.shared.next(&parts) {
+            // Decided within this call (in-process stores), or not
+            // counted: the service polled ready serves the request, with
+            // no clone of it and no future of the layer's own on the heap.
+            Next::Serve(fields) => {
                 let served = self.inner.call(Request::from_parts(parts, body));
-                Box::pin(async move {
-                    let mut response = served.await?;
-                    shared.annotate(response.headers_mut(), &slices(&keys), &decided);
-                    Ok(response)
-                })
+                ResponseFuture::serve(served, fields)
             }
-            // Waiting for the store: the future owns the service polled
-            // ready, and a clone of it stays for the next call.
-            None => {
+            Next::Answer(response) => ResponseFuture::answer(response),
+            // Waiting for the store: the future owns the keys and the
+            // service polled ready, and a clone of it stays for the next
+            // call.
+            Next::Wait { keys, cost } => {
+                let shared = self.shared.clone();
                 let clone = self.inner.clone();
                 let mut inner = std::mem::replace(&mut self.inner, clone);
-                Box::pin(async move {
-                    let slices = slices(&keys);
+                ResponseFuture::waiting(Box::pin(async move {
+                    let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
                     let decided = shared.policies.check_n(&slices, cost).await;
-                    let decided = match shared.settle(decided, &slices) {
-                        Settled::Serve(decided) => decided,
+                    let fields = match shared.settle(decided, &slices) {
+                        Settled::Serve(decided) => shared.fields(&slices, &decided),
                         Settled::Answer(response) => return Ok(response.map(ResBody::from)),
                     };
                     let mut response = inner.call(Request::from_parts(parts, body)).await?;
-                    shared.annotate(response.headers_mut(), &slices, &decided);
+                    insert(response.headers_mut(), fields);
                     Ok(response)
-                })
+                }))
             }
+        }
+    }
+}
+
+/// What becomes of a request, once its keys are known and, on a store
+/// that answers at once, its policies have decided.
+enum Next {
+    /// Call the service, then add these fields to its response.
+    Serve(Fields),
+    /// Answer at once with this response.
+    Answer(Response<String>),
+    /// Wait for the store to decide for these keys, one per policy.
+    Wait {
+        keys: SmallVec<[Vec<u8>; 2]>,
+        cost: u64,
+    },
+}
+
+pin_project! {
+    /// The future of a request a [`RateLimit`] service was called with:
+    /// the wrapped service's future, to whose response it adds the
+    /// rate-limit fields; an answer given without calling the service
+    /// (a denial); or, on a store across the network, the wait for the
+    /// decision and then the service. On an in-process store the request
+    /// is decided, and its fields written, before the service is called,
+    /// and this future holds no allocation of its own.
+    ///
+    /// ```
+    /// use memcache_ratelimit::http::{Header, RateLimitLayer, ResponseFuture};
+    /// use memcache_ratelimit::{FixedWindow, MemoryStore};
+    /// use std::convert::Infallible;
+    /// use std::future::{ready, Ready};
+    /// use std::sync::Arc;
+    /// use tower::{service_fn, Layer, Service};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// type Answer = http::Response<String>;
+    /// let limiter = FixedWindow::builder("1/minute".parse()?, Arc::new(MemoryStore::new())).build()?;
+    /// let hello = service_fn(|_| ready(Ok::<_, Infallible>(Answer::new("hello".to_owned()))));
+    /// let mut service = RateLimitLayer::new(limiter, Header::new("x-api-key")?).layer(hello);
+    /// let request = || http::Request::builder().header("x-api-key", "k-1").body(()).unwrap();
+    /// let first: ResponseFuture<Ready<Result<Answer, Infallible>>, String, Infallible> =
+    ///     service.call(request());
+    /// let first = first.await?;
+    /// assert_eq!(first.headers()["ratelimit"].to_str()?.split(';').nth(1), Some("r=0"));
+    /// let second = service.call(request()).await?;
+    /// assert_eq!(second.status(), http::StatusCode::TOO_MANY_REQUESTS);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        state: State<F, B, E>,
+    }
+}
+
+pin_project! {
+    #[project = StateProjection]
+    enum State<F, B, E> {
+        /// The service's answer, to which `fields` are added.
+        Serve { #[pin] served: F, fields: Fields },
+        /// Answered without calling the service.
+        Answer { response: Option<Response<String>> },
+        /// Waiting for the store, then for the service.
+        Waiting { future: BoxedResponse<B, E> },
+    }
+}
+
+impl<F, B, E> ResponseFuture<F, B, E> {
+    fn serve(served: F, fields: Fields) -> Self {
+        Self {
+            state: State::Serve { served, fields },
+        }
+    }
+
+    fn answer(response: Response<String>) -> Self {
+        Self {
+            state: State::Answer {
+                response: Some(response),
+            },
+        }
+    }
+
+    fn waiting(future: BoxedResponse<B, E>) -> Self {
+        Self {
+            state: State::Waiting { future },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+    B: From<String>,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProjection::Serve { served, fields } => {
+                let mut response = ready!(served.poll(context))?;
+                insert(response.headers_mut(), std::mem::take(fields));
+                Poll::Ready(Ok(response))
+            }
+            StateProjection::Answer { response } => {
+                let response = response
+                    .take()
+                    .expect("a rate-limited response's future polled after it completed");
+                Poll::Ready(Ok(response.map(B::from)))
+            }
+            StateProjection::Waiting { future } => future.as_mut().poll(context),
+        }
+    }
+}
+
+impl<F, B, E> std::fmt::Debug for ResponseFuture<F, B, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match &self.state {
+            State::Serve { .. } => "serve",
+            State::Answer { .. } => "answer",
+            State::Waiting { .. } => "waiting",
+        };
+        f.debug_struct("ResponseFuture")
+            .field("state", &state)
+            .finish()
+    }
+}
+
+impl Shared {
+    /// What becomes of the request `parts`: its keys, borrowed from it
+    /// where the extractors can lend them, are decided on here when the
+    /// stores answer at once, and owned by what waits for them otherwise.
+    fn next(&self, parts: &Parts) -> Next {
+        let keys = match self.keys(parts) {
+            Keys::Each(keys) => keys,
+            Keys::Unlimited => return Next::Serve(Fields::new()),
+            Keys::Answer(response) => return Next::Answer(response),
+        };
+        let cost = self.cost.as_ref().map_or(1, |cost| cost(parts));
+        let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(|key| &**key).collect();
+        let Some(decided) = self.policies.check_now(&slices, cost) else {
+            drop(slices);
+            let keys = keys.into_iter().map(Cow::into_owned).collect();
+            return Next::Wait { keys, cost };
+        };
+        match self.settle(decided, &slices) {
+            Settled::Serve(decided) => Next::Serve(self.fields(&slices, &decided)),
+            Settled::Answer(response) => Next::Answer(response),
         }
     }
 }
@@ -127,28 +266,19 @@ enum Settled {
     Answer(Response<String>),
 }
 
-/// The keys as slices, inline for up to two policies.
-fn slices(keys: &[Vec<u8>]) -> SmallVec<[&[u8]; 2]> {
-    keys.iter().map(Vec::as_slice).collect()
+/// Adds `fields` to a response's header.
+fn insert(headers: &mut HeaderMap, fields: Fields) {
+    for (name, value) in fields {
+        headers.insert(name, value);
+    }
 }
 
-/// A response answered without calling the service.
-fn answer<ResBody, E>(response: Response<String>) -> BoxedResponse<ResBody, E>
-where
-    ResBody: From<String> + Send + 'static,
-    E: 'static,
-{
-    // An async block rather than `ready`: its error type need not be
-    // `Send`, as it holds none.
-    Box::pin(async move { Ok(response.map(ResBody::from)) })
-}
-
-/// The future of a rate-limited request.
+/// The future of a request waiting for the store.
 type BoxedResponse<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
 
 impl Shared {
     /// Who `parts` counts as under each policy, or why it is not counted.
-    fn keys(&self, parts: &Parts) -> Keys {
+    fn keys<'a>(&'a self, parts: &'a Parts) -> Keys<'a> {
         if self
             .members
             .iter()
@@ -158,7 +288,7 @@ impl Shared {
         }
         let mut keys = SmallVec::with_capacity(self.members.len());
         for member in &self.members {
-            match member.key.extract(parts) {
+            match member.key.extract_borrowed(parts) {
                 Some(key) => keys.push(key),
                 None => match &self.missing {
                     None => return Keys::Answer(self.no_key(parts, &*member.key, None)),
@@ -166,11 +296,15 @@ impl Shared {
                         return Keys::Answer(self.no_key(parts, &*member.key, Some(*code)))
                     }
                     Some(MissingKey::Allow) => return Keys::Unlimited,
-                    Some(MissingKey::Shared(key)) => keys.push(key.clone()),
+                    Some(MissingKey::Shared(key)) => keys.push(Cow::Borrowed(key.as_slice())),
                 },
             }
         }
-        if keys.iter().any(|key| self.exempt.contains(key)) {
+        if !self.exempt.is_empty()
+            && keys
+                .iter()
+                .any(|key: &Cow<'_, [u8]>| self.exempt.contains(&key[..]))
+        {
             return Keys::Unlimited;
         }
         Keys::Each(keys)
@@ -222,7 +356,7 @@ impl Shared {
             }
             Some(_) => {
                 let mut response = self.denial(&decided);
-                self.annotate(response.headers_mut(), keys, &decided);
+                insert(response.headers_mut(), self.fields(keys, &decided));
                 Settled::Answer(response)
             }
         }
@@ -240,10 +374,10 @@ impl Shared {
         }
     }
 
-    /// Writes the header fields of `decided` for the clients `keys`: every
+    /// The header fields of `decided` for the clients `keys`: every
     /// policy that decided, and the ones after a denial announced in
     /// `RateLimit-Policy` alone. In shadow mode, no `Retry-After`.
-    fn annotate(&self, headers: &mut HeaderMap, keys: &[&[u8]], decided: &PolicyDecisions) {
+    fn fields(&self, keys: &[&[u8]], decided: &PolicyDecisions) -> Fields {
         // Each policy as announced to this client: copied only when the
         // client's quota is not the one it was built with (a dynamic plan).
         let policies: SmallVec<[(Cow<'_, HeaderPolicy>, &[u8]); 2]> = self
@@ -269,24 +403,25 @@ impl Shared {
             .iter()
             .map(|(policy, key)| (&**policy, *key))
             .collect();
-        let mut values = Vec::new();
+        // Every value written into one buffer on the stack, then each
+        // copied into a value of its own: one allocation a field, none
+        // shared.
+        let mut values = FieldBuf::new();
         let written = self
             .fields
             .write_announcing(&mut values, &decided_entries, &announced);
-        // One buffer for every value: each field holds a slice of it.
-        let values = Bytes::from(values);
-        headers.reserve(written.len());
+        let mut fields = Fields::new();
         for (name, value) in written {
             if self.shadow && name == field::RETRY_AFTER {
                 continue;
             }
-            if let (Some(name), Ok(value)) = (
-                header_name(name),
-                HeaderValue::from_maybe_shared(values.slice(value)),
-            ) {
-                headers.insert(name, value);
+            if let (Some(name), Ok(value)) =
+                (header_name(name), HeaderValue::from_bytes(&values[value]))
+            {
+                fields.push((name, value));
             }
         }
+        fields
     }
 }
 
