@@ -27,8 +27,9 @@ use gungraun::{
     library_benchmark, library_benchmark_group, main, Callgrind, LibraryBenchmarkConfig,
 };
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{Error, ManualClock, MemoryStore, RateLimiter};
+use memcache_ratelimit::{ManualClock, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
+use memcache_ratelimit_bench::client::warm_up_decision;
 use memcache_ratelimit_bench::instructions::{fixed_time, picks, TRACE};
 use memcache_ratelimit_bench::{Mode, MANY_CLIENTS};
 use memcache_ratelimit_testkit::Memcached;
@@ -78,7 +79,7 @@ fn prepare(case: usize, mode: Mode, memcached: bool) -> Prepared {
     let trace = picks(ids.len(), TRACE);
     runtime.block_on(async {
         for id in &ids {
-            warm_up(&limiter, id).await;
+            warm_up_decision(&limiter, id).await;
         }
     });
     Prepared {
@@ -87,21 +88,6 @@ fn prepare(case: usize, mode: Mode, memcached: bool) -> Prepared {
         ids,
         trace,
         _server: server,
-    }
-}
-
-/// One decision for `id` before the trace. Under callgrind, whose cache
-/// model slows the program tens of times, a first decision that
-/// dials memcached can outlast the limiter's deadline: it is asked again,
-/// since only the trace is counted.
-async fn warm_up(limiter: &RateLimiter, id: &[u8]) {
-    const ATTEMPTS: usize = 10;
-    for attempt in 1..=ATTEMPTS {
-        match limiter.check(id).await {
-            Ok(_) => return,
-            Err(Error::DeadlineExceeded(_)) if attempt < ATTEMPTS => continue,
-            Err(error) => panic!("a warm-up decision: {error}"),
-        }
     }
 }
 

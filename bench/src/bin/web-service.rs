@@ -25,8 +25,9 @@ use axum::Router;
 use clap::{Parser, ValueEnum};
 use memcache_ratelimit::http::{ApiKey, Header, RateLimitLayer};
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{Limiter, MemcachedStore, MemoryStore, RateLimiter};
+use memcache_ratelimit::{MemcachedStore, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
+use memcache_ratelimit_bench::client::warm_up_decision;
 use tokio::task::JoinSet;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor as GovernorKey;
@@ -208,7 +209,7 @@ async fn app(args: &Args) -> Result<Router, String> {
                         KeyKind::Header => client.into_bytes(),
                         KeyKind::ApiKey => api_key_of(&client),
                     };
-                    warm.check(&key).await.expect("a warm-up decision");
+                    warm_up_decision(&*warm, &key).await;
                 }
             })
             .await;
