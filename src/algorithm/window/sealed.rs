@@ -23,20 +23,49 @@ use crate::key::KeyHasher;
 /// moment any decision reads it.
 #[derive(Debug)]
 pub(crate) struct SealedCache {
+    entries: Mutex<Table>,
+}
+
+/// The clients' rings, in entries sized for the history: every slot a
+/// ring holds in the map's own entry for histories of up to
+/// [`INLINE_SLOTS`] buckets, so that a lookup among many clients touches
+/// that entry alone, and no slot left empty for the histories of 1 and of
+/// 2 to 4 buckets (n = 1 and the default n = 4).
+#[derive(Debug)]
+enum Table {
+    One(Entries<[Slot; 1]>),
+    Four(Entries<[Slot; 4]>),
+    Inline(Entries<[Slot; INLINE_SLOTS]>),
+    Heap(Entries<Box<[Slot]>>),
+}
+
+/// The longest history whose rings are held in the map's entries; a
+/// longer one (n = 60) has each ring in an allocation of its own.
+const INLINE_SLOTS: usize = 12;
+
+/// `$body` with `$entries` bound to the table's entries, whatever their
+/// ring.
+macro_rules! each {
+    ($table:expr, $entries:ident => $body:expr) => {
+        match $table {
+            Table::One($entries) => $body,
+            Table::Four($entries) => $body,
+            Table::Inline($entries) => $body,
+            Table::Heap($entries) => $body,
+        }
+    };
+}
+
+#[derive(Debug)]
+struct Entries<S> {
     /// Buckets of history per client: the ring size.
     history: usize,
     /// Clients kept at most.
     capacity: usize,
-    entries: Mutex<Entries>,
-}
-
-#[derive(Debug)]
-struct Entries {
     /// By client prefix, hashed with a random seed as the store's keys are,
     /// so ids chosen by clients cannot be made to collide. A short prefix
-    /// and a ring of up to [`INLINE_SLOTS`] buckets are held in the entry,
-    /// so that a lookup among many clients touches the entry alone.
-    map: HashMap<HeldKey, Ring, KeyHasher>,
+    /// is held in the entry, beside its ring.
+    map: HashMap<HeldKey, Ring<S>, KeyHasher>,
     /// The size at which the map is next swept for entries no longer
     /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
     /// sweeping costs O(1) per insert and the map holds at most about
@@ -55,18 +84,35 @@ const SWEEP_EVERY: i64 = 1_000_000_000;
 /// The map's size at its first sweep.
 const FIRST_SWEEP: usize = 1_024;
 
-/// Ring slots held in the map's entry; a longer history (more than 4
-/// sub-windows) has its ring in an allocation of its own.
-const INLINE_SLOTS: usize = 4;
+/// A ring slot: the index and count of the bucket it was filled for.
+type Slot = (i64, u64);
 
 /// One client's sealed buckets: slot `index mod history` holds the index
 /// and count of bucket `index`, if that is the bucket it was filled for.
-/// Each slot keeps both side by side.
+/// Each slot keeps both side by side; slots past the history are unused.
 #[derive(Debug)]
-struct Ring {
-    slots: smallvec::SmallVec<[(i64, u64); INLINE_SLOTS]>,
+struct Ring<S> {
+    slots: S,
     /// Unix nanoseconds after which no decision reads any of these buckets.
     last_read: i64,
+}
+
+/// Where a ring's slots are: an array in the entry, or on the heap.
+trait Slots: AsRef<[Slot]> + AsMut<[Slot]> {
+    /// `history` empty slots (or more).
+    fn empty(history: usize) -> Self;
+}
+
+impl<const N: usize> Slots for [Slot; N] {
+    fn empty(_: usize) -> Self {
+        [(EMPTY, 0); N]
+    }
+}
+
+impl Slots for Box<[Slot]> {
+    fn empty(history: usize) -> Self {
+        vec![(EMPTY, 0); history].into_boxed_slice()
+    }
 }
 
 /// Ages of buckets (1 for the one before the current), inline up to 8.
@@ -75,34 +121,30 @@ pub(crate) type Ages = smallvec::SmallVec<[usize; 8]>;
 /// A slot holding no bucket.
 const EMPTY: i64 = i64::MIN;
 
-impl Ring {
+impl<S: Slots> Ring<S> {
     fn new(history: usize) -> Self {
         Self {
-            slots: smallvec::smallvec![(EMPTY, 0); history],
+            slots: S::empty(history),
             last_read: i64::MIN,
         }
     }
 
-    fn slot(&self, index: i64) -> usize {
-        index.rem_euclid(self.slots.len() as i64) as usize
-    }
-
-    fn get(&self, index: i64) -> Option<u64> {
-        let (held, count) = self.slots[self.slot(index)];
+    fn get(&self, index: i64, history: usize) -> Option<u64> {
+        let (held, count) = self.slots.as_ref()[slot(index, history)];
         (held == index).then_some(count)
     }
 
-    fn put_all(&mut self, sealed: &[SealedBucket]) {
+    fn put_all(&mut self, sealed: &[SealedBucket], history: usize) {
         for bucket in sealed {
-            self.put(bucket.index, bucket.count, bucket.last_read);
+            self.slots.as_mut()[slot(bucket.index, history)] = (bucket.index, bucket.count);
+            self.last_read = self.last_read.max(bucket.last_read);
         }
     }
+}
 
-    fn put(&mut self, index: i64, count: u64, last_read: i64) {
-        let slot = self.slot(index);
-        self.slots[slot] = (index, count);
-        self.last_read = self.last_read.max(last_read);
-    }
+/// The slot of bucket `index` in a ring of `history`.
+fn slot(index: i64, history: usize) -> usize {
+    index.rem_euclid(history as i64) as usize
 }
 
 /// A sealed bucket to keep: its index, final count and the last moment a
@@ -119,15 +161,15 @@ impl SealedCache {
     /// `history` buckets each (at least one client).
     pub(crate) fn new(buckets: usize, history: u32) -> Self {
         let history = (history as usize).max(1);
+        let capacity = (buckets / history).max(1);
+        let table = match history {
+            1 => Table::One(Entries::new(history, capacity)),
+            2..=4 => Table::Four(Entries::new(history, capacity)),
+            5..=INLINE_SLOTS => Table::Inline(Entries::new(history, capacity)),
+            _ => Table::Heap(Entries::new(history, capacity)),
+        };
         Self {
-            history,
-            capacity: (buckets / history).max(1),
-            entries: Mutex::new(Entries {
-                map: HashMap::with_hasher(KeyHasher::random()),
-                sweep_at: FIRST_SWEEP,
-                next_sweep: i64::MIN,
-                refused: 0,
-            }),
+            entries: Mutex::new(table),
         }
     }
 
@@ -136,12 +178,12 @@ impl SealedCache {
     /// buckets from the store again. Growing means the cache is too small
     /// for the clients seen within a window.
     pub(crate) fn refused(&self) -> u64 {
-        self.lock().refused
+        each!(&*self.lock(), entries => entries.refused)
     }
 
     // Only touched between awaits, never across one, so a std mutex is the
     // right lock; a poisoned one only means a panic elsewhere.
-    fn lock(&self) -> MutexGuard<'_, Entries> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         self.entries
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -150,18 +192,7 @@ impl SealedCache {
     /// Fills `counts[age]` for each `age` in `1..counts.len()` whose bucket
     /// (`current - age`) is known, and returns the ages that are not.
     pub(crate) fn fill(&self, client: &[u8], current: i64, now: i64, counts: &mut [u64]) -> Ages {
-        let entries = self.lock();
-        let Some(ring) = entries.map.get(client).filter(|ring| ring.last_read >= now) else {
-            return (1..counts.len()).collect();
-        };
-        let mut unknown = Ages::new();
-        for (age, count) in counts.iter_mut().enumerate().skip(1) {
-            match ring.get(current - age as i64) {
-                Some(known) => *count = known,
-                None => unknown.push(age),
-            }
-        }
-        unknown
+        each!(&*self.lock(), entries => entries.fill(client, current, now, counts))
     }
 
     /// Keeps the final counts of `sealed` buckets of `client`. When full,
@@ -172,43 +203,75 @@ impl SealedCache {
         if sealed.is_empty() {
             return;
         }
-        let mut entries = self.lock();
-        // A client already kept takes its buckets with one lookup and no
-        // copy of its key.
-        if let Some(ring) = entries.map.get_mut(client) {
-            ring.put_all(sealed);
-            return;
-        }
-        if entries.map.len() >= self.capacity {
-            if now >= entries.next_sweep {
-                entries.next_sweep = now.saturating_add(SWEEP_EVERY);
-                entries.sweep(now);
-            }
-            if entries.map.len() >= self.capacity {
-                entries.refused += 1;
-                return;
-            }
-        } else if entries.map.len() >= entries.sweep_at {
-            entries.sweep(now);
-        }
-        let mut ring = Ring::new(self.history);
-        ring.put_all(sealed);
-        entries.map.insert(HeldKey::new(client), ring);
+        each!(&mut *self.lock(), entries => entries.keep(client, sealed, now))
     }
 
     /// Clients kept (some perhaps no longer read, until the next sweep).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.lock().map.len()
+        each!(&*self.lock(), entries => entries.map.len())
     }
 
     /// Forgets `client` (a reset).
     pub(crate) fn remove(&self, client: &[u8]) {
-        self.lock().map.remove(client);
+        each!(&mut *self.lock(), entries => {
+            entries.map.remove(client);
+        })
     }
 }
 
-impl Entries {
+impl<S: Slots> Entries<S> {
+    fn new(history: usize, capacity: usize) -> Self {
+        Self {
+            history,
+            capacity,
+            map: HashMap::with_hasher(KeyHasher::random()),
+            sweep_at: FIRST_SWEEP,
+            next_sweep: i64::MIN,
+            refused: 0,
+        }
+    }
+
+    /// [`SealedCache::fill`].
+    fn fill(&self, client: &[u8], current: i64, now: i64, counts: &mut [u64]) -> Ages {
+        let Some(ring) = self.map.get(client).filter(|ring| ring.last_read >= now) else {
+            return (1..counts.len()).collect();
+        };
+        let mut unknown = Ages::new();
+        for (age, count) in counts.iter_mut().enumerate().skip(1) {
+            match ring.get(current - age as i64, self.history) {
+                Some(known) => *count = known,
+                None => unknown.push(age),
+            }
+        }
+        unknown
+    }
+
+    /// [`SealedCache::keep`], of at least one bucket.
+    fn keep(&mut self, client: &[u8], sealed: &[SealedBucket], now: i64) {
+        // A client already kept takes its buckets with one lookup and no
+        // copy of its key.
+        if let Some(ring) = self.map.get_mut(client) {
+            ring.put_all(sealed, self.history);
+            return;
+        }
+        if self.map.len() >= self.capacity {
+            if now >= self.next_sweep {
+                self.next_sweep = now.saturating_add(SWEEP_EVERY);
+                self.sweep(now);
+            }
+            if self.map.len() >= self.capacity {
+                self.refused += 1;
+                return;
+            }
+        } else if self.map.len() >= self.sweep_at {
+            self.sweep(now);
+        }
+        let mut ring = Ring::new(self.history);
+        ring.put_all(sealed, self.history);
+        self.map.insert(HeldKey::new(client), ring);
+    }
+
     /// Drops the clients no decision reads any more, and sets the next
     /// sweep at twice what is left.
     fn sweep(&mut self, now: i64) {
@@ -249,6 +312,36 @@ mod tests {
         let mut counts = [0; 5];
         assert_eq!(cache.fill(b"a", 13, 0, &mut counts).as_slice(), [2, 3, 4]);
         assert_eq!(counts[1], 7);
+    }
+
+    #[test]
+    fn every_ring_size_answers_for_its_whole_history() {
+        // Histories held in rings of 1, 4 (2 and 3 leave slots unused),
+        // 12 in the entry, and on the heap.
+        for history in [1u32, 2, 3, 4, 5, 11, 12, 13, 60] {
+            let h = i64::from(history);
+            let cache = SealedCache::new(1_000, history);
+            let current = 1_000;
+            let sealed: Vec<_> = (1..=h)
+                .map(|age| bucket(current - age, age as u64 * 10, 100 * S))
+                .collect();
+            cache.keep(b"c", &sealed, 0);
+            let mut counts = vec![0; history as usize + 1];
+            let unknown = cache.fill(b"c", current, 0, &mut counts);
+            assert!(unknown.is_empty(), "history {history}: {unknown:?}");
+            let expected: Vec<u64> = (0..=h).map(|age| age as u64 * 10).collect();
+            assert_eq!(counts, expected, "history {history}");
+            // The current bucket, once sealed, takes the oldest one's
+            // slot: that one is no longer known, and a bucket later the
+            // whole history is again.
+            cache.keep(b"c", &[bucket(current, 7, 100 * S)], 0);
+            let mut counts = vec![0; history as usize + 1];
+            let unknown = cache.fill(b"c", current, 0, &mut counts);
+            assert_eq!(unknown.as_slice(), [history as usize], "history {history}");
+            let mut counts = vec![0; history as usize + 1];
+            assert!(cache.fill(b"c", current + 1, 0, &mut counts).is_empty());
+            assert_eq!(counts[1], 7, "history {history}");
+        }
     }
 
     #[test]
