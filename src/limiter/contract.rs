@@ -73,7 +73,8 @@ pub trait Limiter: Send + Sync {
     /// nothing, when it must be waited for, and then always. The http
     /// layer and [`Policies::check_now`](crate::Policies::check_now)
     /// answer with no future of their own when every limiter decides
-    /// here. By default `None`.
+    /// here. It is [`check_now_nanos`](Self::check_now_nanos) at `at`,
+    /// the method a limiter implements.
     ///
     /// ```
     /// use memcache_ratelimit::{Limiter, MemoryStore, SlidingWindow};
@@ -92,15 +93,18 @@ pub trait Limiter: Send + Sync {
         cost: u64,
         at: DateTime<Utc>,
     ) -> Option<Result<Decision, Error>> {
-        let _ = (key, cost, at);
-        None
+        match unix_nanos(at) {
+            Ok(now) => self.check_now_nanos(key, cost, now),
+            Err(error) => Some(Err(error)),
+        }
     }
 
     /// [`check_now`](Self::check_now) at `now`, in nanoseconds since the
     /// unix epoch, as [`Clock::unix_nanos`] reads it: what
     /// [`Policies::check_now`](crate::Policies::check_now) asks, with no
     /// `DateTime` built and taken apart again on every request. By
-    /// default, `check_now` at that time.
+    /// default `None`: a limiter whose store answers at once implements
+    /// this one.
     ///
     /// ```
     /// use memcache_ratelimit::{Clock, Limiter, ManualClock, MemoryStore, SlidingWindow};
@@ -118,7 +122,8 @@ pub trait Limiter: Send + Sync {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
-        self.check_now(key, cost, DateTime::from_timestamp_nanos(now))
+        let _ = (key, cost, now);
+        None
     }
 
     /// Gives back `cost` units that an allowed decision of client `key` at
@@ -166,18 +171,6 @@ impl Limiter for RateLimiter {
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
         RateLimiter::check_at(self, key, cost, at).await
-    }
-
-    fn check_now(
-        &self,
-        key: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Option<Result<Decision, Error>> {
-        match unix_nanos(at) {
-            Ok(now) => self.decide_now(key, cost, now),
-            Err(error) => Some(Err(error)),
-        }
     }
 
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {

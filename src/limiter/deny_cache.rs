@@ -233,18 +233,6 @@ impl<L: Limiter> Limiter for DenyCache<L> {
         Ok(decision)
     }
 
-    fn check_now(
-        &self,
-        key: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Option<Result<Decision, Error>> {
-        match unix_nanos(at) {
-            Ok(now) => self.check_now_nanos(key, cost, now),
-            Err(error) => Some(Err(error)),
-        }
-    }
-
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
         if let Some(decision) = self.hit(key, cost, now) {
             return Some(Ok(decision));

@@ -226,18 +226,6 @@ impl Limiter for DynamicLimiter {
     /// With the limiter of the client's quota, at once if its store
     /// answers at once. A quota that cannot be built is its error, as in
     /// [`check_at`](Limiter::check_at), on either kind of store.
-    fn check_now(
-        &self,
-        key: &[u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Option<Result<Decision, Error>> {
-        match self.limiter_for(key) {
-            Ok(limiter) => Limiter::check_now(&limiter, key, cost, at),
-            Err(error) => Some(Err(error)),
-        }
-    }
-
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
         match self.limiter_for(key) {
             Ok(limiter) => Limiter::check_now_nanos(&limiter, key, cost, now),

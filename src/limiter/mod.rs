@@ -301,14 +301,9 @@ impl RateLimiter {
         self.engine.cas_stats()
     }
 
-    /// The clock's time in unix nanoseconds, or the error for a clock that
-    /// reads a time beyond what they can hold.
+    /// The clock's time in unix nanoseconds; see [`clock_nanos`].
     fn now(&self) -> Result<i64, Error> {
-        let clock = &self.spec.clock;
-        match clock.unix_nanos() {
-            Some(now) => Ok(now),
-            None => unix_nanos(clock.now()),
-        }
+        clock_nanos(&*self.spec.clock)
     }
 
     /// The engine's decision at `now` (unix nanoseconds), or the failure
@@ -409,4 +404,14 @@ fn decided(decision: &Decision) {
         under_failure = decision.under_failure(),
         "decided"
     );
+}
+
+/// `clock`'s time in unix nanoseconds, read without building a
+/// `DateTime` where the clock can ([`Clock::unix_nanos`]), or the error
+/// for a clock that reads a time beyond what they can hold.
+pub(crate) fn clock_nanos(clock: &dyn Clock) -> Result<i64, Error> {
+    match clock.unix_nanos() {
+        Some(now) => Ok(now),
+        None => unix_nanos(clock.now()),
+    }
 }

@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use crate::algorithm::unix_nanos;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::Limiter;
+use crate::limiter::{clock_nanos, Limiter};
 use crate::store::at_once;
 
 /// One named limiter among [`Policies`]: `per-ip-burst`, `per-user-hour`.
@@ -212,13 +211,9 @@ impl Policies {
         if self.waits.load(Ordering::Relaxed) {
             return None;
         }
-        let clock = self.policies[0].limiter.clock();
-        let now = match clock.unix_nanos() {
-            Some(now) => now,
-            None => match unix_nanos(clock.now()) {
-                Ok(now) => now,
-                Err(error) => return Some(Err(error)),
-            },
+        let now = match clock_nanos(self.policies[0].limiter.clock()) {
+            Ok(now) => now,
+            Err(error) => return Some(Err(error)),
         };
         let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {

@@ -12,7 +12,7 @@ const INLINE: usize = 320;
 /// Bytes appended one slice at a time; reads as a byte slice.
 pub(crate) struct FieldBuf {
     inline: [u8; INLINE],
-    /// Bytes used of `inline`, while `heap` is empty.
+    /// Bytes used of `inline`, until the buffer moves to the heap.
     len: usize,
     /// Everything written, once more than `inline` holds was.
     heap: Vec<u8>,
@@ -31,8 +31,8 @@ impl FieldBuf {
     /// Appends `bytes`.
     #[inline]
     pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) {
-        let end = self.len + bytes.len();
-        if end <= INLINE && self.heap.capacity() == 0 {
+        if self.fits(bytes.len()) {
+            let end = self.len + bytes.len();
             self.inline[self.len..end].copy_from_slice(bytes);
             self.len = end;
         } else {
@@ -43,44 +43,57 @@ impl FieldBuf {
     /// Appends `byte`.
     #[inline]
     pub(crate) fn push(&mut self, byte: u8) {
-        if self.len < INLINE && self.heap.capacity() == 0 {
-            self.inline[self.len] = byte;
-            self.len += 1;
-        } else {
-            self.extend_on_heap(&[byte]);
-        }
-    }
-
-    /// Appends `bytes` on the heap, moving what is on the stack there
-    /// first: out of line, as few responses come here.
-    #[cold]
-    #[inline(never)]
-    fn extend_on_heap(&mut self, bytes: &[u8]) {
-        if self.heap.capacity() == 0 {
-            self.heap.reserve((self.len + bytes.len()).max(2 * INLINE));
-            self.heap.extend_from_slice(&self.inline[..self.len]);
-        }
-        self.heap.extend_from_slice(bytes);
+        self.extend_from_slice(&[byte]);
     }
 
     /// Appends a copy of the bytes at `range`.
     pub(crate) fn extend_from_within(&mut self, range: Range<usize>) {
-        let end = self.len + range.len();
-        if end <= INLINE && self.heap.capacity() == 0 {
-            self.inline.copy_within(range, self.len);
-            self.len = end;
+        if self.fits(range.len()) {
+            self.inline.copy_within(range.clone(), self.len);
+            self.len += range.len();
         } else {
-            self.extend_on_heap(&[]);
+            self.move_to_heap(range.len());
             self.heap.extend_from_within(range);
         }
     }
 
     /// Keeps the first `len` bytes (all of them if fewer).
     pub(crate) fn truncate(&mut self, len: usize) {
-        if self.heap.capacity() == 0 {
-            self.len = self.len.min(len);
-        } else {
+        if self.on_heap() {
             self.heap.truncate(len);
+        } else {
+            self.len = self.len.min(len);
+        }
+    }
+
+    /// Whether everything written is on the heap: once moved there, the
+    /// buffer stays.
+    #[inline]
+    fn on_heap(&self) -> bool {
+        self.heap.capacity() != 0
+    }
+
+    /// Whether `more` bytes still fit on the stack.
+    #[inline]
+    fn fits(&self, more: usize) -> bool {
+        !self.on_heap() && self.len + more <= INLINE
+    }
+
+    /// Appends `bytes` on the heap: out of line, as few responses come
+    /// here.
+    #[cold]
+    #[inline(never)]
+    fn extend_on_heap(&mut self, bytes: &[u8]) {
+        self.move_to_heap(bytes.len());
+        self.heap.extend_from_slice(bytes);
+    }
+
+    /// Moves what is on the stack to the heap, with room for `more`
+    /// bytes after it, if it is not there yet.
+    fn move_to_heap(&mut self, more: usize) {
+        if !self.on_heap() {
+            self.heap.reserve((self.len + more).max(2 * INLINE));
+            self.heap.extend_from_slice(&self.inline[..self.len]);
         }
     }
 }
@@ -90,10 +103,10 @@ impl Deref for FieldBuf {
 
     #[inline]
     fn deref(&self) -> &[u8] {
-        if self.heap.capacity() == 0 {
-            &self.inline[..self.len]
-        } else {
+        if self.on_heap() {
             &self.heap
+        } else {
+            &self.inline[..self.len]
         }
     }
 }

@@ -122,6 +122,17 @@ impl HeaderPolicy {
     /// # Ok::<(), memcache_ratelimit::ConfigError>(())
     /// ```
     pub fn new(name: &str, quota: Quota) -> Result<Self, ConfigError> {
+        Ok(Self::written(
+            Self::checked(name)?,
+            quota,
+            QuotaUnit::Requests,
+            false,
+        ))
+    }
+
+    /// `name` as a Structured Fields String, if it is one of 1 to
+    /// [`MAX_POLICY_NAME`] bytes.
+    fn checked(name: &str) -> Result<sfv::String, ConfigError> {
         let refused = |what: String| {
             ConfigError::new(
                 "header_policy",
@@ -136,9 +147,7 @@ impl HeaderPolicy {
         if name.is_empty() {
             return Err(refused("an empty name".to_owned()));
         }
-        let name = sfv::String::from_string(name.to_owned())
-            .map_err(|(_, name)| refused(format!("{name:?}")))?;
-        Ok(Self::written(name, quota, QuotaUnit::Requests, false))
+        sfv::String::from_string(name.to_owned()).map_err(|(_, name)| refused(format!("{name:?}")))
     }
 
     /// The policy `"default"`, per client, as a layer announces it
@@ -151,9 +160,8 @@ impl HeaderPolicy {
     /// This policy under another name, checked as [`new`](Self::new) does.
     #[cfg(feature = "tower")]
     pub(crate) fn renamed(&self, name: &str) -> Result<Self, ConfigError> {
-        let renamed = Self::new(name, self.quota)?;
         Ok(Self::written(
-            renamed.name,
+            Self::checked(name)?,
             self.quota,
             self.unit,
             self.per_client,

@@ -96,7 +96,7 @@ where
                     let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
                     let decided = shared.policies.check_n(&slices, cost).await;
                     let fields = match shared.settle(decided, &slices) {
-                        Settled::Serve(decided) => shared.fields(&slices, &decided),
+                        Settled::Serve(fields) => fields,
                         Settled::Answer(response) => return Ok(response.map(ResBody::from)),
                     };
                     let mut response = inner.call(Request::from_parts(parts, body)).await?;
@@ -233,6 +233,25 @@ impl<F, B, E> std::fmt::Debug for ResponseFuture<F, B, E> {
     }
 }
 
+/// What the policies' decisions make of a request.
+enum Settled {
+    /// Call the service, then add these fields to its response.
+    Serve(Fields),
+    /// Answer at once with this response: a denial, or the failure to
+    /// decide.
+    Answer(Response<String>),
+}
+
+/// Adds `fields` to a response's header.
+fn insert(headers: &mut HeaderMap, fields: Fields) {
+    for (name, value) in fields {
+        headers.insert(name, value);
+    }
+}
+
+/// The future of a request waiting for the store.
+type BoxedResponse<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
+
 impl Shared {
     /// What becomes of the request `parts`: its keys, borrowed from it
     /// where the extractors can lend them, are decided on here when the
@@ -251,32 +270,11 @@ impl Shared {
             return Next::Wait { keys, cost };
         };
         match self.settle(decided, &slices) {
-            Settled::Serve(decided) => Next::Serve(self.fields(&slices, &decided)),
+            Settled::Serve(fields) => Next::Serve(fields),
             Settled::Answer(response) => Next::Answer(response),
         }
     }
-}
 
-/// What the layer does with a request once its policies have decided.
-enum Settled {
-    /// Call the service, then write the fields of these decisions.
-    Serve(PolicyDecisions),
-    /// Answer at once with this response: a denial, or the failure to
-    /// decide.
-    Answer(Response<String>),
-}
-
-/// Adds `fields` to a response's header.
-fn insert(headers: &mut HeaderMap, fields: Fields) {
-    for (name, value) in fields {
-        headers.insert(name, value);
-    }
-}
-
-/// The future of a request waiting for the store.
-type BoxedResponse<ResBody, E> = Pin<Box<dyn Future<Output = Result<Response<ResBody>, E>> + Send>>;
-
-impl Shared {
     /// Who `parts` counts as under each policy, or why it is not counted.
     fn keys<'a>(&'a self, parts: &'a Parts) -> Keys<'a> {
         if self
@@ -335,28 +333,29 @@ impl Shared {
         response
     }
 
-    /// The request goes on to the service with the policies' decisions,
-    /// or is answered at once: a denial, with its fields, or the failure
-    /// to decide. In shadow mode a denial is counted and logged, and the
-    /// request goes on.
+    /// What the policies' decisions for the clients `keys` make of the
+    /// request: the service's, with these fields, or an answer at once, a
+    /// denial with its fields or the failure to decide. In shadow mode a
+    /// denial is counted and logged, and the request goes on.
     fn settle(&self, decided: Result<PolicyDecisions, Error>, keys: &[&[u8]]) -> Settled {
         let decided = match decided {
             Ok(decided) => decided,
             Err(error) => return Settled::Answer(failed(&error)),
         };
+        let fields = self.fields(keys, &decided);
         match decided.denied_by() {
-            None => Settled::Serve(decided),
+            None => Settled::Serve(fields),
             Some(policy) if self.shadow => {
                 self.shadow_denials.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(
                     policy,
                     "shadow mode: a request that would be denied goes on"
                 );
-                Settled::Serve(decided)
+                Settled::Serve(fields)
             }
             Some(_) => {
                 let mut response = self.denial(&decided);
-                insert(response.headers_mut(), self.fields(keys, &decided));
+                insert(response.headers_mut(), fields);
                 Settled::Answer(response)
             }
         }
