@@ -43,6 +43,8 @@ use sha2::{Digest, Sha256};
 use crate::error::ConfigError;
 use crate::stack_text::StackText;
 
+mod printable;
+
 /// The longest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
 /// The longest namespace a limiter accepts, in bytes as written into keys
@@ -90,7 +92,7 @@ impl KeySpace {
     /// ```
     pub fn new(namespace: impl Into<String>) -> Result<Self, ConfigError> {
         let namespace = namespace.into();
-        if !namespace.bytes().all(is_raw_byte) {
+        if !is_raw(namespace.as_bytes()) {
             return Err(ConfigError::new(
                 "namespace",
                 format!("{namespace:?} may only hold printable ASCII other than '#' and space"),
@@ -152,7 +154,7 @@ impl KeySpace {
         let max_raw = MAX_KEY_LEN - self.written.len() - 2 - SUFFIX_RESERVE;
         prefix.push(self.written.as_bytes());
         prefix.push_byte(b':');
-        if !id.is_empty() && id.len() <= max_raw && id.iter().copied().all(is_raw_byte) {
+        if !id.is_empty() && id.len() <= max_raw && is_raw(id) {
             prefix.push(id);
         } else {
             const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -204,7 +206,7 @@ fn check_suffix(suffix: &[u8]) {
     // The suffixes are the algorithms' own constants and dates, checked
     // by their tests; the length above keeps every key within bounds.
     debug_assert!(
-        suffix.iter().all(|&b| is_raw_byte(b) && b != b'_'),
+        is_raw(suffix) && !suffix.contains(&b'_'),
         "invalid key suffix {:?}",
         String::from_utf8_lossy(suffix)
     );
@@ -266,13 +268,7 @@ pub fn routing_prefix(key: &[u8]) -> &[u8] {
 /// Whether `key` is one memcached accepts verbatim: 1 to 250 bytes with no
 /// whitespace or control bytes.
 pub fn is_valid_key(key: &[u8]) -> bool {
-    // One comparison a byte (0x21 to 0x7e, wrapped to 0 to 0x5d), folded
-    // without stopping early so that the compiler can vectorize it.
-    !key.is_empty()
-        && key.len() <= MAX_KEY_LEN
-        && key.iter().fold(true, |printable, &b| {
-            printable & (b.wrapping_sub(0x21) < 0x5e)
-        })
+    !key.is_empty() && key.len() <= MAX_KEY_LEN && printable::all_printable_except(key, None)
 }
 
 /// Hashes whole keys with XXH3, seeded: fast for keys of a few dozen bytes,
@@ -332,8 +328,10 @@ impl std::hash::Hasher for KeyHash {
     }
 }
 
-fn is_raw_byte(byte: u8) -> bool {
-    (0x21..=0x7e).contains(&byte) && byte != HASH_MARK
+/// Whether client id bytes go into a key as they are: printable, and
+/// none the mark of a hashed id.
+fn is_raw(id: &[u8]) -> bool {
+    printable::all_printable_except(id, Some(HASH_MARK))
 }
 
 /// A client id for logs: printable ASCII as it is, any other byte as

@@ -108,16 +108,20 @@ impl Buckets {
         now_nanos.div_euclid(self.len_nanos)
     }
 
+    /// The index of the bucket holding `now_nanos`, and how far into it
+    /// `now_nanos` is, in nanoseconds (in `[0, len)`), from one division.
+    pub(crate) fn place(&self, now_nanos: i64) -> (i64, u64) {
+        let index = now_nanos.div_euclid(self.len_nanos);
+        // Exact modulo 2^64, and the remainder is in `[0, len)`, so the
+        // wrapped difference is the remainder even where the product
+        // itself would not fit.
+        let into = now_nanos.wrapping_sub(index.wrapping_mul(self.len_nanos)) as u64;
+        (index, into)
+    }
+
     /// Where bucket `index` starts, in unix nanoseconds.
     pub(crate) fn start(&self, index: i64) -> i64 {
         index.saturating_mul(self.len_nanos)
-    }
-
-    /// How far into its bucket `now_nanos` is, in nanoseconds: in
-    /// `[0, len)`.
-    pub(crate) fn elapsed_nanos(&self, now_nanos: i64) -> u64 {
-        // `rem_euclid` of a positive length is never negative.
-        now_nanos.rem_euclid(self.len_nanos) as u64
     }
 
     /// The length of a bucket in nanoseconds.
@@ -228,7 +232,7 @@ mod tests {
         let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
         let now = at("2026-11-22T07:10:23Z");
         assert_eq!(buckets.suffix(buckets.index(now)), "202611220710");
-        assert_eq!(buckets.elapsed_nanos(now), 23_000_000_000);
+        assert_eq!(buckets.place(now).1, 23_000_000_000);
     }
 
     #[test]
@@ -318,6 +322,11 @@ mod tests {
     fn buckets_before_the_epoch_still_align() {
         let buckets = Buckets::new(Duration::from_secs(60), 1, 0).unwrap();
         assert_eq!(buckets.index(-1), -1);
-        assert_eq!(buckets.elapsed_nanos(-1), buckets.len_nanos() - 1);
+        assert_eq!(buckets.place(-1), (-1, buckets.len_nanos() - 1));
+        let len = buckets.len_nanos() as i64;
+        for now in [i64::MIN, i64::MIN + 1, -1, 0, 1, 59_999_999_999, i64::MAX] {
+            let into = now.rem_euclid(len) as u64;
+            assert_eq!(buckets.place(now), (now.div_euclid(len), into), "{now}");
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! decoded and checked, and the window the estimate weighs.
 
 use super::engine::WindowCounter;
-use super::math::{verdict, Counts, Decoded, Position, Verdict};
+use super::math::{verdict, Counts, Decoded, Position, Verdict, When};
 use super::moment;
 
 impl WindowCounter {
@@ -95,10 +95,16 @@ impl WindowCounter {
         }
     }
 
-    /// The verdict on `decoded` at `now` for a request of `cost`.
-    pub(super) fn verdict(&self, decoded: &Decoded, now: i64, allowed: bool, cost: u64) -> Verdict {
+    /// The verdict on `decoded` at `when` for a request of `cost`.
+    pub(super) fn verdict(
+        &self,
+        decoded: &Decoded,
+        when: When,
+        allowed: bool,
+        cost: u64,
+    ) -> Verdict {
         let limit = self.settings.quota.limit();
-        verdict(&self.buckets, &decoded.window(), now, allowed, cost, limit)
+        verdict(&self.buckets, &decoded.window(), when, allowed, cost, limit)
     }
 
     /// A counter's value as `inspect` shows it: the count, and on a

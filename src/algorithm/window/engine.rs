@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::buckets::Buckets;
-use super::math::{admits, Counts, Decoded, Position};
+use super::math::{admits, Counts, Decoded, Position, When};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{Ages, SealedBucket, SealedCache};
@@ -34,8 +34,8 @@ enum Call<'a> {
 struct Ask {
     /// The length of the client's prefix in the current bucket's key.
     prefix_len: usize,
-    index: i64,
-    at: Position,
+    /// The time of the decision, and its bucket.
+    when: When,
     /// What the request adds to the current bucket.
     delta: u64,
     ttl: Duration,
@@ -53,6 +53,15 @@ struct Settled {
     allowed: bool,
     /// Whether the denied request's cost is given back.
     refund: bool,
+}
+
+/// `len` zero counts: on the stack, without a loop, up to eight.
+fn zeroes(len: usize) -> Counts {
+    if len <= 8 {
+        Counts::from_buf_and_len([0; 8], len)
+    } else {
+        smallvec::smallvec![0; len]
+    }
 }
 
 /// A limiter over time-bucketed counters.
@@ -109,7 +118,7 @@ impl WindowCounter {
             .collect();
         let decoded = self.decode(checked);
         let limit = self.settings.quota.limit();
-        let seen = self.verdict(&decoded, now_nanos, true, 1);
+        let seen = self.verdict(&decoded, When::of(&self.buckets, now_nanos), true, 1);
         Ok(Inspection {
             limit,
             keys: keys
@@ -129,20 +138,20 @@ impl WindowCounter {
     /// What a decision for `client` of `cost` at `now` asks its store:
     /// the key of the current bucket, written into `current`, and the
     /// older buckets to read, their keys built only for the buckets the
-    /// sealed cache does not know.
-    #[inline]
+    /// sealed cache does not know. Inlined into both callers, so that its
+    /// answer is built where it is kept rather than copied there.
+    #[inline(always)]
     fn ask(&self, client: &[u8], cost: u64, now: i64, current: &mut KeyBuf) -> Result<Ask, Error> {
         let settings = &self.settings;
         settings.check_cost(cost, settings.quota.limit())?;
-        let index = self.buckets.index(now);
-        let at = Position::of(&self.buckets, now);
+        let when = When::of(&self.buckets, now);
+        let index = when.index;
         let mut ask = Ask {
             prefix_len: self.bucket_key(client, index, current),
-            index,
-            at,
-            delta: self.delta(cost, at),
+            when,
+            delta: self.delta(cost, when.at),
             ttl: self.buckets.ttl() + settings.expiry_slack(),
-            counts: smallvec::smallvec![0; self.buckets.history() as usize + 1],
+            counts: zeroes(self.buckets.history() as usize + 1),
             read_ages: Ages::new(),
             reads: Vec::new(),
         };
@@ -191,7 +200,7 @@ impl WindowCounter {
             self.take_back(&mut settled.decoded, ask.delta);
             at_once(self.refund(call, &current, ask.delta))?;
         }
-        Ok(self.decision(&settled, now, cost))
+        Ok(self.decision(&settled, ask.when, cost))
     }
 
     /// Decides a request of `cost` from `client` at `now`, waiting for
@@ -272,14 +281,14 @@ impl WindowCounter {
             self.take_back(&mut settled.decoded, ask.delta);
             self.refund(call, current, ask.delta).await;
         }
-        self.decision(&settled, now, cost)
+        self.decision(&settled, ask.when, cost)
     }
 
     /// The estimate from the `counters` the store answered `ask` with:
     /// every count checked, the sealed buckets among them kept, and
     /// whether the request fits. A counter that `wrapped` counts as a full
-    /// window and denies.
-    #[inline]
+    /// window and denies. Inlined, as [`ask`](Self::ask) is.
+    #[inline(always)]
     fn settle(
         &self,
         ask: &mut Ask,
@@ -304,14 +313,17 @@ impl WindowCounter {
             let sealed: Vec<SealedBucket> = ask
                 .read_ages
                 .iter()
-                .filter_map(|&age| self.sealed_bucket(ask.index - age as i64, counts[age], now))
+                .filter_map(|&age| {
+                    self.sealed_bucket(ask.when.index - age as i64, counts[age], now)
+                })
                 .collect();
             cache.keep(&current[..ask.prefix_len], &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read.
         let decoded = self.decode(counts);
-        let allowed = !wrapped && admits(&decoded.window(), ask.at, self.settings.quota.limit());
+        let allowed =
+            !wrapped && admits(&decoded.window(), ask.when.at, self.settings.quota.limit());
         let refund = !allowed && !wrapped && self.settings.denied == DeniedRequests::Refunded;
         Settled {
             decoded,
@@ -321,9 +333,9 @@ impl WindowCounter {
     }
 
     /// The decision `settled` comes to for a request of `cost` at `now`.
-    fn decision(&self, settled: &Settled, now: i64, cost: u64) -> Decision {
+    fn decision(&self, settled: &Settled, when: When, cost: u64) -> Decision {
         let limit = self.settings.quota.limit();
-        let v = self.verdict(&settled.decoded, now, settled.allowed, cost);
+        let v = self.verdict(&settled.decoded, when, settled.allowed, cost);
         let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),

@@ -96,9 +96,31 @@ pub(crate) struct Position {
 impl Position {
     /// The position of `now_nanos` in its bucket.
     pub(crate) fn of(buckets: &Buckets, now_nanos: i64) -> Self {
+        When::of(buckets, now_nanos).at
+    }
+}
+
+/// A time and where it falls: its bucket and its position in that bucket,
+/// from one division, computed once for a decision and handed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct When {
+    /// Unix nanoseconds.
+    pub(crate) nanos: i64,
+    /// Its bucket's index.
+    pub(crate) index: i64,
+    pub(crate) at: Position,
+}
+
+impl When {
+    pub(crate) fn of(buckets: &Buckets, nanos: i64) -> Self {
+        let (index, into) = buckets.place(nanos);
         Self {
-            into: buckets.elapsed_nanos(now_nanos),
-            len: buckets.len_nanos(),
+            nanos,
+            index,
+            at: Position {
+                into,
+                len: buckets.len_nanos(),
+            },
         }
     }
 }
@@ -139,8 +161,24 @@ pub(crate) fn admits(window: &Window, at: Position, limit: u64) -> bool {
 /// rounded down.
 fn remaining(scaled: u128, at: Position, limit: u64) -> u64 {
     let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled);
+    // Mostly within 64 bits, where the division is one instruction rather
+    // than a call.
+    let whole = match u64::try_from(room) {
+        Ok(room) => u128::from(room / at.len),
+        Err(_) => room / u128::from(at.len),
+    };
     // At most `limit`, so it fits.
-    u64::try_from(room / u128::from(at.len)).unwrap_or(limit)
+    u64::try_from(whole).unwrap_or(limit)
+}
+
+/// `scaled / len` as a float, converted from 64 bits when it fits (one
+/// instruction rather than a call).
+fn ratio(scaled: u128, len: u64) -> f64 {
+    let scaled = match u64::try_from(scaled) {
+        Ok(scaled) => scaled as f64,
+        Err(_) => scaled as f64,
+    };
+    scaled / len as f64
 }
 
 /// The counts of the buckets read, and for packed counters their offset
@@ -166,32 +204,31 @@ impl Decoded {
 pub(crate) fn verdict(
     buckets: &Buckets,
     window: &Window,
-    now_nanos: i64,
+    when: When,
     allowed: bool,
     cost: u64,
     limit: u64,
 ) -> Verdict {
-    let at = Position::of(buckets, now_nanos);
+    let at = when.at;
     let scaled = scaled_estimate(window, at);
     Verdict {
         allowed,
-        used: scaled as f64 / at.len as f64,
+        used: ratio(scaled, at.len),
         remaining: remaining(scaled, at, limit),
-        reset_after: reset_after(buckets, window.counts, now_nanos),
-        retry_after: (!allowed).then(|| retry_after(buckets, window, now_nanos, cost, limit)),
+        reset_after: reset_after(buckets, window.counts, when),
+        retry_after: (!allowed).then(|| retry_after(buckets, window, when, cost, limit)),
     }
 }
 
 /// Time until every counted request has slid out of the window: the newest
 /// non-empty bucket stops counting at the end of the bucket `history` after
 /// it.
-fn reset_after(buckets: &Buckets, counts: &[u64], now_nanos: i64) -> Duration {
-    let index = buckets.index(now_nanos);
+fn reset_after(buckets: &Buckets, counts: &[u64], when: When) -> Duration {
     match counts.iter().position(|&c| c > 0) {
         None => Duration::ZERO,
         Some(age) => buckets.until(
-            now_nanos,
-            index - age as i64 + i64::from(buckets.history()) + 1,
+            when.nanos,
+            when.index - age as i64 + i64::from(buckets.history()) + 1,
             0,
         ),
     }
@@ -203,17 +240,14 @@ fn reset_after(buckets: &Buckets, counts: &[u64], now_nanos: i64) -> Duration {
 /// of the newer buckets plus the oldest one's falling share, and at
 /// `history + 1` buckets from now it is zero, which a cost within the limit
 /// always fits.
-fn retry_after(
-    buckets: &Buckets,
-    window: &Window,
-    now_nanos: i64,
-    cost: u64,
-    limit: u64,
-) -> Duration {
+fn retry_after(buckets: &Buckets, window: &Window, when: When, cost: u64, limit: u64) -> Duration {
     let counts = window.counts;
-    let index = buckets.index(now_nanos);
+    let When {
+        nanos: now_nanos,
+        index,
+        at,
+    } = when;
     let history = buckets.history() as usize;
-    let at = Position::of(buckets, now_nanos);
     let len = u128::from(at.len);
     // The count of the bucket `ahead` buckets from now minus `age`, where
     // future buckets are empty.
@@ -313,7 +347,14 @@ mod tests {
     fn fixed_window_retry_is_the_next_window() {
         let buckets = Buckets::new(MINUTE, 1, 0).unwrap();
         let now = 20_000_000_000; // 20 s into a minute
-        let v = verdict(&buckets, &Window::uniform(&[10]), now, false, 1, 10);
+        let v = verdict(
+            &buckets,
+            &Window::uniform(&[10]),
+            When::of(&buckets, now),
+            false,
+            1,
+            10,
+        );
         assert_eq!(v.retry_after, Some(Duration::from_secs(40)));
         assert_eq!(v.reset_after, Duration::from_secs(40));
         assert_eq!(v.remaining, 0);
@@ -325,7 +366,14 @@ mod tests {
         let now = 15_000_000_000; // 15 s in: weight 0.75
                                   // 60 before, 40 now: estimate 85; a cost of 20 fits once
                                   // 40 + 60 (1 - f) <= 80, i.e. f >= 1/3, 20 s in: 5 s from now.
-        let v = verdict(&buckets, &Window::uniform(&[40, 60]), now, false, 20, 100);
+        let v = verdict(
+            &buckets,
+            &Window::uniform(&[40, 60]),
+            When::of(&buckets, now),
+            false,
+            20,
+            100,
+        );
         assert_eq!(v.retry_after, Some(Duration::from_secs(5)));
         assert_eq!(v.remaining, 15);
         // The 40 of this minute stop counting at the end of the next one.
@@ -337,7 +385,14 @@ mod tests {
         let buckets = Buckets::new(MINUTE, 1, 1).unwrap();
         let now = 30_000_000_000;
         // 100 now: only once this minute weighs (1 - f) * 100 <= 99 next minute.
-        let v = verdict(&buckets, &Window::uniform(&[100, 0]), now, false, 1, 100);
+        let v = verdict(
+            &buckets,
+            &Window::uniform(&[100, 0]),
+            When::of(&buckets, now),
+            false,
+            1,
+            100,
+        );
         let wait = v.retry_after.unwrap();
         // 100 (1 - t / 60 s) <= 99  <=>  t >= 0.6 s
         assert_eq!(wait, Duration::from_millis(30_600));

@@ -129,8 +129,9 @@ impl<S: Slots> Ring<S> {
         }
     }
 
-    fn get(&self, index: i64, history: usize) -> Option<u64> {
-        let (held, count) = self.slots.as_ref()[slot(index, history)];
+    /// The count of bucket `index`, if slot `at` holds it.
+    fn get(&self, at: usize, index: i64) -> Option<u64> {
+        let (held, count) = self.slots.as_ref()[at];
         (held == index).then_some(count)
     }
 
@@ -238,8 +239,12 @@ impl<S: Slots> Entries<S> {
             return (1..counts.len()).collect();
         };
         let mut unknown = Ages::new();
+        // Each older bucket's slot is the one before the newer's, wrapping
+        // around: one division for the whole history.
+        let mut at = slot(current, self.history);
         for (age, count) in counts.iter_mut().enumerate().skip(1) {
-            match ring.get(current - age as i64, self.history) {
+            at = at.checked_sub(1).unwrap_or(self.history - 1);
+            match ring.get(at, current - age as i64) {
                 Some(known) => *count = known,
                 None => unknown.push(age),
             }

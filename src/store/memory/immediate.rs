@@ -21,12 +21,13 @@ impl ImmediateStore for MemoryStore {
         also_read: &[Vec<u8>],
     ) -> Result<Counters, StoreError> {
         check_keys(key, also_read)?;
+        let hashed = self.hashed(key);
         let now = self.now();
         let value = {
-            let mut shard = self.shard(key);
+            let mut shard = self.shard(hashed);
             shard.reclaim(now);
-            let version = self.next_version();
-            match shard.live_mut(key, now) {
+            let version = shard.next_version();
+            match shard.live_mut(hashed, now) {
                 Some(item) => {
                     let current = match &item.value {
                         Value::Counter(n) => *n,
@@ -40,26 +41,33 @@ impl ImmediateStore for MemoryStore {
                     next
                 }
                 None => {
-                    shard.write(key, New::Counter(delta), version, Self::expiry(now, ttl));
+                    shard.write(hashed, New::Counter(delta), version, Self::expiry(now, ttl));
                     delta
                 }
             }
         };
         // The increment has landed: a read failing now must say so, as
         // memcached's does.
-        let read = also_read
-            .iter()
-            .map(|k| self.read_counter(k, now).map_err(StoreError::ambiguous))
-            .collect::<Result<_, _>>()?;
+        // Most decisions read nothing else (the sealed-bucket cache knows
+        // the older buckets): spared the fallible collection.
+        let read = if also_read.is_empty() {
+            Vec::new()
+        } else {
+            also_read
+                .iter()
+                .map(|k| self.read_counter(k, now).map_err(StoreError::ambiguous))
+                .collect::<Result<_, _>>()?
+        };
         Ok(Counters { value, read })
     }
 
     fn decrement_now(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
         check_key(key)?;
+        let hashed = self.hashed(key);
         let now = self.now();
-        let version = self.next_version();
-        let mut shard = self.shard(key);
-        let Some(item) = shard.live_mut(key, now) else {
+        let mut shard = self.shard(hashed);
+        let version = shard.next_version();
+        let Some(item) = shard.live_mut(hashed, now) else {
             return Ok(None);
         };
         let current = match &item.value {
@@ -74,15 +82,16 @@ impl ImmediateStore for MemoryStore {
 
     fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError> {
         check_key(key)?;
+        let hashed = self.hashed(key);
         let now = self.now();
-        let mut shard = self.shard(key);
+        let mut shard = self.shard(hashed);
         shard.reclaim(now);
         // The new value is written into a buffer of this thread's, then
         // copied into the item's own: no allocation once both have grown.
         SCRATCH.with_borrow_mut(|next| {
             next.clear();
             let digits;
-            let current = match shard.live(key, now).map(|item| &item.value) {
+            let current = match shard.live(hashed, now).map(|item| &item.value) {
                 None => None,
                 Some(Value::Bytes(bytes)) => Some(bytes.as_slice()),
                 Some(Value::Counter(n)) => {
@@ -94,8 +103,8 @@ impl ImmediateStore for MemoryStore {
                 return Ok(());
             };
             check_value(next)?;
-            let version = self.next_version();
-            shard.write(key, New::Bytes(next), version, Self::expiry(now, ttl));
+            let version = shard.next_version();
+            shard.write(hashed, New::Bytes(next), version, Self::expiry(now, ttl));
             Ok(())
         })
     }

@@ -1,9 +1,6 @@
 //! The embedded store: memcached's rules, in process.
 
-use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
-use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,7 +17,7 @@ use crate::key::KeyHasher;
 mod immediate;
 mod shard;
 
-use self::shard::{lock, Item, New, Shard, Value};
+use self::shard::{lock, Hashed, Item, New, Shard, Value};
 
 const SHARDS: usize = 16;
 
@@ -58,7 +55,6 @@ thread_local! {
 pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     shards: Box<[Mutex<Shard>]>,
-    versions: AtomicU64,
     /// Seeds the hash of keys (shard and map), so that ids chosen by
     /// clients cannot be made to collide.
     hasher: KeyHasher,
@@ -80,14 +76,8 @@ impl MemoryStore {
         Self {
             clock: Arc::new(clock),
             shards: (0..SHARDS)
-                .map(|_| {
-                    Mutex::new(Shard {
-                        items: HashMap::with_hasher(hasher),
-                        expiries: BinaryHeap::new(),
-                    })
-                })
+                .map(|_| Mutex::new(Shard::new(hasher)))
                 .collect(),
-            versions: AtomicU64::new(0),
             hasher,
         }
     }
@@ -114,15 +104,16 @@ impl MemoryStore {
         self.clock.unix_nanos().unwrap_or(i64::MAX)
     }
 
-    fn shard(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
-        // The top bits: the map uses the low ones, so a shard's keys still
-        // spread over all of its buckets.
-        let index = (self.hasher.hash_one(key) >> 56) as usize % SHARDS;
-        lock(&self.shards[index])
+    /// `key` with its hash, which picks its shard and finds it there.
+    fn hashed<'a>(&self, key: &'a [u8]) -> Hashed<'a> {
+        Hashed::new(&self.hasher, key)
     }
 
-    fn next_version(&self) -> u64 {
-        self.versions.fetch_add(1, Ordering::Relaxed) + 1
+    fn shard(&self, key: Hashed<'_>) -> MutexGuard<'_, Shard> {
+        // The top bits: the table uses the low ones, so a shard's keys
+        // still spread over all of its buckets.
+        let index = (key.hash >> 56) as usize % SHARDS;
+        lock(&self.shards[index])
     }
 
     fn expiry(now: i64, ttl: Duration) -> i64 {
@@ -131,8 +122,9 @@ impl MemoryStore {
     }
 
     fn read_counter(&self, key: &[u8], now: i64) -> Result<Option<u64>, StoreError> {
-        let shard = self.shard(key);
-        match shard.live(key, now) {
+        let hashed = self.hashed(key);
+        let shard = self.shard(hashed);
+        match shard.live(hashed, now) {
             None => Ok(None),
             Some(Item {
                 value: Value::Counter(n),
@@ -189,9 +181,10 @@ impl Store for MemoryStore {
 
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         check_key(key)?;
+        let hashed = self.hashed(key);
         let now = self.now();
-        let shard = self.shard(key);
-        Ok(shard.live(key, now).map(|item| Versioned {
+        let shard = self.shard(hashed);
+        Ok(shard.live(hashed, now).map(|item| Versioned {
             value: match &item.value {
                 Value::Counter(n) => n.to_string().into_bytes(),
                 Value::Bytes(bytes) => bytes.clone(),
@@ -209,10 +202,11 @@ impl Store for MemoryStore {
     ) -> Result<(PutOutcome, Option<u64>), StoreError> {
         check_key(key)?;
         check_value(value)?;
+        let hashed = self.hashed(key);
         let now = self.now();
-        let mut shard = self.shard(key);
+        let mut shard = self.shard(hashed);
         shard.reclaim(now);
-        let current = shard.live(key, now).map(|item| item.version);
+        let current = shard.live(hashed, now).map(|item| item.version);
         let allowed = match condition {
             PutCondition::Always => true,
             PutCondition::Absent => current.is_none(),
@@ -221,8 +215,8 @@ impl Store for MemoryStore {
         if !allowed {
             return Ok((PutOutcome::Conflict, None));
         }
-        let version = self.next_version();
-        shard.write(key, New::Bytes(value), version, Self::expiry(now, ttl));
+        let version = shard.next_version();
+        shard.write(hashed, New::Bytes(value), version, Self::expiry(now, ttl));
         Ok((PutOutcome::Stored, Some(version)))
     }
 
@@ -233,11 +227,12 @@ impl Store for MemoryStore {
         let now = self.now();
         let mut deleted = 0;
         for key in keys {
-            let mut shard = self.shard(key);
-            if shard.live(key, now).is_some() {
+            let hashed = self.hashed(key);
+            let mut shard = self.shard(hashed);
+            if shard.live(hashed, now).is_some() {
                 deleted += 1;
             }
-            shard.items.remove(key.as_slice());
+            shard.remove(hashed);
         }
         Ok(deleted)
     }

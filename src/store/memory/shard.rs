@@ -4,17 +4,30 @@
 //! reclaim memory.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+use std::hash::BuildHasher;
 use std::sync::{Mutex, MutexGuard};
+
+use hashbrown::HashTable;
 
 use crate::error::{StoreError, StoreErrorKind};
 use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 
-/// One shard. A short key is held inline, by the map and by its expiry
-/// entry, so that finding an item follows no pointer to its key.
+/// One shard. A short key is held inline, by the table and by its expiry
+/// entry, so that finding an item follows no pointer to its key. The
+/// table is found by a key's hash, which then finds the item in it: one
+/// hash per key ([`Hashed`]).
 pub(super) struct Shard {
-    pub(super) items: HashMap<HeldKey, Item, KeyHasher>,
+    pub(super) items: HashTable<(HeldKey, Item)>,
+    /// The store's hasher, for the keys of expiry entries and for moving
+    /// items when the table grows.
+    pub(super) hasher: KeyHasher,
+    /// The last version given to a write here. A key's versions only need
+    /// to differ from its earlier ones, and a key always lives in the same
+    /// shard, so each shard counts its own, under its lock: no atomic
+    /// shared by every decision.
+    versions: u64,
     /// When items are due to be looked at for expiry: `(when, created,
     /// key)`. Each item has exactly one live entry, at `Item::scheduled`,
     /// never after it expires; an entry whose item is gone, was created
@@ -26,6 +39,22 @@ pub(super) struct Shard {
 
 /// An expiry entry: when, the item's `created`, its key.
 pub(super) type Expiry = (i64, u64, HeldKey);
+
+/// A key with its hash, computed once: it picks the shard, then the item.
+#[derive(Clone, Copy)]
+pub(super) struct Hashed<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) hash: u64,
+}
+
+impl<'a> Hashed<'a> {
+    pub(super) fn new(hasher: &KeyHasher, bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            hash: hasher.hash_one(bytes),
+        }
+    }
+}
 
 pub(super) struct Item {
     pub(super) value: Value,
@@ -65,12 +94,45 @@ pub(super) fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 }
 
 impl Shard {
-    pub(super) fn live(&self, key: &[u8], now: i64) -> Option<&Item> {
-        self.items.get(key).filter(|item| item.expires_at > now)
+    pub(super) fn new(hasher: KeyHasher) -> Self {
+        Self {
+            items: HashTable::new(),
+            hasher,
+            versions: 0,
+            expiries: BinaryHeap::new(),
+        }
     }
 
-    pub(super) fn live_mut(&mut self, key: &[u8], now: i64) -> Option<&mut Item> {
-        self.items.get_mut(key).filter(|item| item.expires_at > now)
+    /// A version no item of this shard has had.
+    pub(super) fn next_version(&mut self) -> u64 {
+        self.versions += 1;
+        self.versions
+    }
+
+    /// The item at `key`, live or expired.
+    fn held_mut(&mut self, key: Hashed<'_>) -> Option<&mut Item> {
+        self.items
+            .find_mut(key.hash, |(held, _)| held.as_bytes() == key.bytes)
+            .map(|(_, item)| item)
+    }
+
+    pub(super) fn live(&self, key: Hashed<'_>, now: i64) -> Option<&Item> {
+        self.items
+            .find(key.hash, |(held, _)| held.as_bytes() == key.bytes)
+            .map(|(_, item)| item)
+            .filter(|item| item.expires_at > now)
+    }
+
+    pub(super) fn live_mut(&mut self, key: Hashed<'_>, now: i64) -> Option<&mut Item> {
+        self.held_mut(key).filter(|item| item.expires_at > now)
+    }
+
+    /// Removes the item at `key`, live or expired.
+    pub(super) fn remove(&mut self, key: Hashed<'_>) -> Option<Item> {
+        let found = self
+            .items
+            .find_entry(key.hash, |(held, _)| held.as_bytes() == key.bytes);
+        found.ok().map(|entry| entry.remove().0 .1)
     }
 
     /// Writes a whole new item at `key`: value, version and expiry. An item
@@ -78,9 +140,9 @@ impl Shard {
     /// overwritten in place, keeping its key, its byte buffer (unless far
     /// too big for the value) and its expiry entry, which is only
     /// rescheduled if the new expiry comes before it; otherwise the key is
-    /// held by the map and by a new expiry entry.
-    pub(super) fn write(&mut self, key: &[u8], value: New<'_>, version: u64, expires_at: i64) {
-        let Some(item) = self.items.get_mut(key) else {
+    /// held by the table and by a new expiry entry.
+    pub(super) fn write(&mut self, key: Hashed<'_>, value: New<'_>, version: u64, expires_at: i64) {
+        let Some(item) = self.held_mut(key) else {
             return self.insert(key, value.owned(), version, expires_at);
         };
         match (&mut item.value, value) {
@@ -93,30 +155,32 @@ impl Shard {
             (held, value) => *held = value.owned(),
         }
         if let Some(entry) = item.renew(version, expires_at) {
-            self.schedule(key, entry);
+            self.schedule(key.bytes, entry);
         }
     }
 
     /// A new expiry entry `(when, created)` for the item held at `key`.
-    pub(super) fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
+    fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
         self.expiries
             .push(Reverse((when, created, HeldKey::new(key))));
     }
 
-    pub(super) fn insert(&mut self, key: &[u8], value: Value, version: u64, expires_at: i64) {
-        let key = HeldKey::new(key);
+    fn insert(&mut self, key: Hashed<'_>, value: Value, version: u64, expires_at: i64) {
+        let held = HeldKey::new(key.bytes);
         self.expiries
-            .push(Reverse((expires_at, version, key.clone())));
-        self.items.insert(
-            key,
-            Item {
-                value,
-                version,
-                created: version,
-                expires_at,
-                scheduled: expires_at,
-            },
-        );
+            .push(Reverse((expires_at, version, held.clone())));
+        let item = Item {
+            value,
+            version,
+            created: version,
+            expires_at,
+            scheduled: expires_at,
+        };
+        let hasher = self.hasher;
+        self.items
+            .insert_unique(key.hash, (held, item), |(held, _)| {
+                hasher.hash_one(held.as_bytes())
+            });
     }
 
     pub(super) fn reclaim(&mut self, now: i64) {
@@ -125,14 +189,15 @@ impl Shard {
                 break;
             }
             let Reverse((when, created, key)) = self.expiries.pop().expect("peeked");
-            let Some(item) = self.items.get_mut(&key) else {
+            let hashed = Hashed::new(&self.hasher, key.as_bytes());
+            let Some(item) = self.held_mut(hashed) else {
                 continue; // deleted
             };
             if item.created != created || item.scheduled != when {
                 continue; // a stale entry: the item has a newer one
             }
             if item.expires_at <= now {
-                self.items.remove(&key);
+                self.remove(hashed);
             } else {
                 // Written again since, with a later expiry: look again then.
                 item.scheduled = item.expires_at;
