@@ -74,14 +74,24 @@ impl WindowCounter {
 
     /// The counts and offset sums of `checked` counters (the counts in
     /// place).
-    pub(super) fn decode(&self, mut checked: Counts) -> Decoded {
+    pub(super) fn decode(&self, checked: Counts) -> Decoded {
+        let mut decoded = Decoded {
+            counts: checked,
+            offsets: Counts::new(),
+        };
+        self.decode_in_place(&mut decoded);
+        decoded
+    }
+
+    /// [`decode`](Self::decode) of the checked counters `decoded.counts`
+    /// holds, where they are: a packed counter's count stays, its offset
+    /// sum goes into `decoded.offsets`.
+    pub(super) fn decode_in_place(&self, decoded: &mut Decoded) {
         if !self.estimator.packs() {
-            return Decoded {
-                counts: checked,
-                offsets: Counts::new(),
-            };
+            return;
         }
-        let offsets = checked
+        decoded.offsets = decoded
+            .counts
             .iter_mut()
             .map(|value| {
                 let (count, sum, _) = moment::unpack(*value);
@@ -89,10 +99,6 @@ impl WindowCounter {
                 sum
             })
             .collect();
-        Decoded {
-            counts: checked,
-            offsets,
-        }
     }
 
     /// The verdict on `decoded` at `when` for a request of `cost`.

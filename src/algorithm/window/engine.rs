@@ -39,17 +39,17 @@ struct Ask {
     /// What the request adds to the current bucket.
     delta: u64,
     ttl: Duration,
-    /// The counts of the older buckets the sealed cache knows; the others
-    /// are zero until read.
-    counts: Counts,
+    /// The counts of the older buckets the sealed cache knows, the others
+    /// zero until read; once the store has answered, every count, checked
+    /// and decoded in place.
+    decoded: Decoded,
     /// The ages of the buckets read, and their keys.
     read_ages: Ages,
     reads: Vec<Vec<u8>>,
 }
 
-/// A decision's estimate once the store has answered.
+/// Whether a request fits, once the store has answered.
 struct Settled {
-    decoded: Decoded,
     allowed: bool,
     /// Whether the denied request's cost is given back.
     refund: bool,
@@ -141,31 +141,38 @@ impl WindowCounter {
     /// sealed cache does not know. Inlined into both callers, so that its
     /// answer is built where it is kept rather than copied there.
     #[inline(always)]
-    fn ask(&self, client: &[u8], cost: u64, now: i64, current: &mut KeyBuf) -> Result<Ask, Error> {
+    /// The caller has checked `cost` ([`Settings::check_cost`]): an `Ask`
+    /// returned inside a `Result` is copied out of it by a call to
+    /// `memcpy`.
+    fn ask(&self, client: &[u8], cost: u64, now: i64, current: &mut KeyBuf) -> Ask {
         let settings = &self.settings;
-        settings.check_cost(cost, settings.quota.limit())?;
         let when = When::of(&self.buckets, now);
         let index = when.index;
-        let mut ask = Ask {
-            prefix_len: self.bucket_key(client, index, current),
-            when,
-            delta: self.delta(cost, when.at),
-            ttl: self.buckets.ttl() + settings.expiry_slack(),
-            counts: zeroes(self.buckets.history() as usize + 1),
-            read_ages: Ages::new(),
-            reads: Vec::new(),
+        let prefix_len = self.bucket_key(client, index, current);
+        let prefix = &current[..prefix_len];
+        let mut counts = zeroes(self.buckets.history() as usize + 1);
+        let read_ages: Ages = match &self.sealed {
+            Some(cache) => cache.fill(prefix, index, now, &mut counts),
+            None => (1..counts.len()).collect(),
         };
-        let prefix = &current[..ask.prefix_len];
-        ask.read_ages = match &self.sealed {
-            Some(cache) => cache.fill(prefix, index, now, &mut ask.counts),
-            None => (1..ask.counts.len()).collect(),
-        };
-        ask.reads = ask
-            .read_ages
+        let reads = read_ages
             .iter()
             .map(|&age| self.sibling(prefix, index - age as i64))
             .collect();
-        Ok(ask)
+        // Built where it is returned, field by field: a whole `Ask` built
+        // first and then returned is copied by a call to `memcpy`.
+        Ask {
+            prefix_len,
+            when,
+            delta: self.delta(cost, when.at),
+            ttl: self.buckets.ttl() + settings.expiry_slack(),
+            decoded: Decoded {
+                counts,
+                offsets: Counts::new(),
+            },
+            read_ages,
+            reads,
+        }
     }
 
     /// Decides a request of `cost` from `client` at `now` on a store
@@ -180,8 +187,10 @@ impl WindowCounter {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
+        let settings = &self.settings;
+        settings.check_cost(cost, settings.quota.limit())?;
         let mut current = KeyBuf::new();
-        let mut ask = self.ask(client, cost, now, &mut current)?;
+        let mut ask = self.ask(client, cost, now, &mut current);
         let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.reads);
         let counters = match counted {
             Ok(counters) => counters,
@@ -195,12 +204,12 @@ impl WindowCounter {
         if wrapped {
             at_once(self.repair_wrap(call, &current, counters.value, ask.ttl))?;
         }
-        let mut settled = self.settle(&mut ask, &current, &counters, wrapped, now);
+        let settled = self.settle(&mut ask, &current, &counters, wrapped, now);
         if settled.refund {
-            self.take_back(&mut settled.decoded, ask.delta);
+            self.take_back(&mut ask.decoded, ask.delta);
             at_once(self.refund(call, &current, ask.delta))?;
         }
-        Ok(self.decision(&settled, ask.when, cost))
+        Ok(self.decision(&ask, settled.allowed, cost))
     }
 
     /// Decides a request of `cost` from `client` at `now`, waiting for
@@ -216,8 +225,9 @@ impl WindowCounter {
         if let Some(store) = settings.store.immediate() {
             return self.check_now(store, client, cost, now);
         }
+        settings.check_cost(cost, settings.quota.limit())?;
         let mut current = KeyBuf::new();
-        let mut ask = self.ask(client, cost, now, &mut current)?;
+        let mut ask = self.ask(client, cost, now, &mut current);
         let (counted, call) = {
             let increment = settings
                 .store
@@ -276,12 +286,12 @@ impl WindowCounter {
             self.repair_wrap(call, current, counters.value, ask.ttl)
                 .await;
         }
-        let mut settled = self.settle(ask, current, counters, wrapped, now);
+        let settled = self.settle(ask, current, counters, wrapped, now);
         if settled.refund {
-            self.take_back(&mut settled.decoded, ask.delta);
+            self.take_back(&mut ask.decoded, ask.delta);
             self.refund(call, current, ask.delta).await;
         }
-        self.decision(&settled, ask.when, cost)
+        self.decision(ask, settled.allowed, cost)
     }
 
     /// The estimate from the `counters` the store answered `ask` with:
@@ -297,7 +307,7 @@ impl WindowCounter {
         wrapped: bool,
         now: i64,
     ) -> Settled {
-        let mut counts = std::mem::take(&mut ask.counts);
+        let counts = &mut ask.decoded.counts;
         counts[0] = if wrapped {
             self.full()
         } else {
@@ -320,22 +330,20 @@ impl WindowCounter {
             cache.keep(&current[..ask.prefix_len], &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
-        // cache kept it when it was read.
-        let decoded = self.decode(counts);
-        let allowed =
-            !wrapped && admits(&decoded.window(), ask.when.at, self.settings.quota.limit());
+        // cache kept it when it was read. Decoded where they are, rather
+        // than moved into a new value (a call to `memcpy`).
+        self.decode_in_place(&mut ask.decoded);
+        let limit = self.settings.quota.limit();
+        let allowed = !wrapped && admits(&ask.decoded.window(), ask.when.at, limit);
         let refund = !allowed && !wrapped && self.settings.denied == DeniedRequests::Refunded;
-        Settled {
-            decoded,
-            allowed,
-            refund,
-        }
+        Settled { allowed, refund }
     }
 
-    /// The decision `settled` comes to for a request of `cost` at `now`.
-    fn decision(&self, settled: &Settled, when: When, cost: u64) -> Decision {
+    /// The decision on `ask`'s request of `cost` once settled (`allowed`
+    /// or not).
+    fn decision(&self, ask: &Ask, allowed: bool, cost: u64) -> Decision {
         let limit = self.settings.quota.limit();
-        let v = self.verdict(&settled.decoded, when, settled.allowed, cost);
+        let v = self.verdict(&ask.decoded, ask.when, allowed, cost);
         let decision = match v.retry_after {
             None => Decision::allowed(limit, v.remaining, v.reset_after),
             Some(retry) => Decision::denied(limit, v.remaining, v.reset_after, retry),
