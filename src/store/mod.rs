@@ -40,6 +40,7 @@
 //!   retried by the store.
 
 mod counting;
+mod decimal;
 mod immediate;
 #[cfg(feature = "memcached")]
 mod memcached;
@@ -54,6 +55,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::error::StoreError;
+
+pub(crate) use self::decimal::decimal;
 
 pub use crate::error::StoreErrorKind;
 pub use counting::{CountingStore, StoreCalls};
@@ -249,39 +252,6 @@ pub(crate) fn counter_digits(bytes: &[u8]) -> Option<u64> {
     decimal(bytes.trim_ascii())
 }
 
-/// `digits` as a number: one or more ASCII decimal digits and nothing
-/// else, at most `u64::MAX`. Past any leading zeros, up to 19 digits
-/// cannot overflow, so they are read with one check each that they are
-/// digits; only a 20th is multiplied in with an overflow check.
-pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    let zeros = digits.iter().take_while(|&&byte| byte == b'0').count();
-    let significant = &digits[zeros..];
-    if significant.len() > 20 {
-        return None;
-    }
-    let (head, last) = significant.split_at(significant.len().min(19));
-    let (value, all_digits) = head.iter().fold((0u64, true), |(value, ok), &byte| {
-        let digit = byte.wrapping_sub(b'0');
-        let value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
-        (value, ok & (digit <= 9))
-    });
-    if !all_digits {
-        return None;
-    }
-    match *last {
-        [] => Some(value),
-        [byte] => {
-            let digit = byte.wrapping_sub(b'0');
-            (digit <= 9).then_some(())?;
-            value.checked_mul(10)?.checked_add(u64::from(digit))
-        }
-        _ => None,
-    }
-}
-
 /// The future a method of [`Store`] returns, as `async_trait` writes it.
 type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
@@ -405,25 +375,5 @@ mod tests {
         assert_eq!(decimal(b" 12"), None, "a flag's number is digits only");
         assert_eq!(decimal(b"000000000000000000000000000042"), Some(42));
         assert_eq!(decimal(&[0xff; 19]), None);
-    }
-
-    proptest::proptest! {
-        /// `decimal` reads what `str::parse::<u64>` reads of digits alone:
-        /// any number, with leading zeros or not, and nothing past
-        /// `u64::MAX` or that is not all digits.
-        #[test]
-        fn decimal_reads_digits_as_str_parse_does(
-            number: u64,
-            zeros in 0usize..25,
-            noise in "[0-9]{0,22}|[0-9 a+-]{0,22}",
-        ) {
-            let written = format!("{}{number}", "0".repeat(zeros));
-            proptest::prop_assert_eq!(decimal(written.as_bytes()), Some(number));
-            let expected = noise
-                .parse::<u64>()
-                .ok()
-                .filter(|_| noise.bytes().all(|byte| byte.is_ascii_digit()));
-            proptest::prop_assert_eq!(decimal(noise.as_bytes()), expected, "{:?}", noise);
-        }
     }
 }
