@@ -363,16 +363,24 @@ impl RateLimiter {
     }
 
     /// The span of a decision, when some subscriber takes debug records.
+    #[inline]
     fn span(&self, key: &[u8], cost: u64) -> Option<tracing::Span> {
         if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
             return None;
         }
-        Some(tracing::debug_span!(
+        Some(self.debug_span(key, cost))
+    }
+
+    /// [`span`](Self::span)'s span, out of the decision's way.
+    #[cold]
+    #[inline(never)]
+    fn debug_span(&self, key: &[u8], cost: u64) -> tracing::Span {
+        tracing::debug_span!(
             "rate_limit",
             algorithm = self.spec.algorithm.name(),
             client = %Printable(key),
             cost,
-        ))
+        )
     }
 
     /// The engine's `outcome`, or the failure policy's decision in place
@@ -397,6 +405,7 @@ impl RateLimiter {
 }
 
 /// The `tracing` record of a decision.
+#[inline]
 fn decided(decision: &Decision) {
     tracing::trace!(
         allowed = decision.is_allowed(),

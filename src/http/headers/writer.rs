@@ -147,24 +147,46 @@ fn push_string(out: &mut FieldBuf, value: &str) {
 }
 
 /// `bytes` in base64 with padding, as RFC 4648 section 4 encodes it.
+/// `bytes` in base64 with padding (RFC 4648, section 4), the digits
+/// gathered on the stack and appended a block at a time rather than four
+/// at a time.
 fn push_base64(out: &mut FieldBuf, bytes: &[u8]) {
+    const BLOCK: usize = 64;
     let digit = |sextet: u32| BASE64[(sextet & 63) as usize];
+    let mut block = [0u8; BLOCK];
+    let mut len = 0;
     let mut chunks = bytes.chunks_exact(3);
     for chunk in &mut chunks {
         let n = u32::from(chunk[0]) << 16 | u32::from(chunk[1]) << 8 | u32::from(chunk[2]);
-        out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), digit(n >> 6), digit(n)]);
+        block[len..len + 4].copy_from_slice(&[
+            digit(n >> 18),
+            digit(n >> 12),
+            digit(n >> 6),
+            digit(n),
+        ]);
+        len += 4;
+        if len == BLOCK {
+            out.extend_from_slice(&block);
+            len = 0;
+        }
     }
-    match *chunks.remainder() {
+    let last = match *chunks.remainder() {
         [a] => {
             let n = u32::from(a) << 16;
-            out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), b'=', b'=']);
+            Some([digit(n >> 18), digit(n >> 12), b'=', b'='])
         }
         [a, b] => {
             let n = u32::from(a) << 16 | u32::from(b) << 8;
-            out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), digit(n >> 6), b'=']);
+            Some([digit(n >> 18), digit(n >> 12), digit(n >> 6), b'='])
         }
-        _ => {}
+        _ => None,
+    };
+    // Room is left: a full block was flushed above.
+    if let Some(last) = last {
+        block[len..len + 4].copy_from_slice(&last);
+        len += 4;
     }
+    out.extend_from_slice(&block[..len]);
 }
 
 #[cfg(test)]
@@ -233,7 +255,7 @@ mod tests {
                 (
                     "[ -~]{1,64}",
                     any::<u64>(),
-                    prop::collection::vec(any::<u8>(), 0..20),
+                    prop::collection::vec(any::<u8>(), 0..120),
                     prop::option::of("[ -~]{0,20}"),
                 ),
                 0..4,
