@@ -147,46 +147,24 @@ fn push_string(out: &mut FieldBuf, value: &str) {
 }
 
 /// `bytes` in base64 with padding, as RFC 4648 section 4 encodes it.
-/// `bytes` in base64 with padding (RFC 4648, section 4), the digits
-/// gathered on the stack and appended a block at a time rather than four
-/// at a time.
 fn push_base64(out: &mut FieldBuf, bytes: &[u8]) {
-    const BLOCK: usize = 64;
     let digit = |sextet: u32| BASE64[(sextet & 63) as usize];
-    let mut block = [0u8; BLOCK];
-    let mut len = 0;
     let mut chunks = bytes.chunks_exact(3);
     for chunk in &mut chunks {
         let n = u32::from(chunk[0]) << 16 | u32::from(chunk[1]) << 8 | u32::from(chunk[2]);
-        block[len..len + 4].copy_from_slice(&[
-            digit(n >> 18),
-            digit(n >> 12),
-            digit(n >> 6),
-            digit(n),
-        ]);
-        len += 4;
-        if len == BLOCK {
-            out.extend_from_slice(&block);
-            len = 0;
-        }
+        out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), digit(n >> 6), digit(n)]);
     }
-    let last = match *chunks.remainder() {
+    match *chunks.remainder() {
         [a] => {
             let n = u32::from(a) << 16;
-            Some([digit(n >> 18), digit(n >> 12), b'=', b'='])
+            out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), b'=', b'=']);
         }
         [a, b] => {
             let n = u32::from(a) << 16 | u32::from(b) << 8;
-            Some([digit(n >> 18), digit(n >> 12), digit(n >> 6), b'='])
+            out.extend_from_slice(&[digit(n >> 18), digit(n >> 12), digit(n >> 6), b'=']);
         }
-        _ => None,
-    };
-    // Room is left: a full block was flushed above.
-    if let Some(last) = last {
-        block[len..len + 4].copy_from_slice(&last);
-        len += 4;
+        _ => {}
     }
-    out.extend_from_slice(&block[..len]);
 }
 
 #[cfg(test)]
