@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::buckets::Buckets;
-use super::math::{admits, Counts, Decoded, Position, When};
+use super::math::{admits, Counts, Decoded, InlineCounts, When};
 use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{Ages, SealedBucket, SealedCache};
@@ -55,10 +55,12 @@ struct Settled {
     refund: bool,
 }
 
-/// `len` zero counts: on the stack, without a loop, up to eight.
+/// `len` zero counts: on the stack, without a loop, up to as many as
+/// `Counts` holds inline.
 fn zeroes(len: usize) -> Counts {
-    if len <= 8 {
-        Counts::from_buf_and_len([0; 8], len)
+    let inline = InlineCounts::default();
+    if len <= inline.len() {
+        Counts::from_buf_and_len(inline, len)
     } else {
         smallvec::smallvec![0; len]
     }
@@ -140,10 +142,11 @@ impl WindowCounter {
     /// older buckets to read, their keys built only for the buckets the
     /// sealed cache does not know. Inlined into both callers, so that its
     /// answer is built where it is kept rather than copied there.
-    #[inline(always)]
+    ///
     /// The caller has checked `cost` ([`Settings::check_cost`]): an `Ask`
     /// returned inside a `Result` is copied out of it by a call to
     /// `memcpy`.
+    #[inline(always)]
     fn ask(&self, client: &[u8], cost: u64, now: i64, current: &mut KeyBuf) -> Ask {
         let settings = &self.settings;
         let when = When::of(&self.buckets, now);
@@ -204,7 +207,7 @@ impl WindowCounter {
         if wrapped {
             at_once(self.repair_wrap(call, &current, counters.value, ask.ttl))?;
         }
-        let settled = self.settle(&mut ask, &current, &counters, wrapped, now);
+        let settled = self.settle(&mut ask, &current, &counters, wrapped);
         if settled.refund {
             self.take_back(&mut ask.decoded, ask.delta);
             at_once(self.refund(call, &current, ask.delta))?;
@@ -241,7 +244,7 @@ impl WindowCounter {
             Err(error) => self.repair_after(error, &current, &ask).await?,
         };
         Ok(self
-            .conclude(call, &mut ask, &current, &counters, now, cost)
+            .conclude(call, &mut ask, &current, &counters, cost)
             .await)
     }
 
@@ -276,7 +279,6 @@ impl WindowCounter {
         ask: &mut Ask,
         current: &[u8],
         counters: &Counters,
-        now: i64,
         cost: u64,
     ) -> Decision {
         // An increment that lands below itself went past 2^64 and
@@ -286,7 +288,7 @@ impl WindowCounter {
             self.repair_wrap(call, current, counters.value, ask.ttl)
                 .await;
         }
-        let settled = self.settle(ask, current, counters, wrapped, now);
+        let settled = self.settle(ask, current, counters, wrapped);
         if settled.refund {
             self.take_back(&mut ask.decoded, ask.delta);
             self.refund(call, current, ask.delta).await;
@@ -299,14 +301,8 @@ impl WindowCounter {
     /// whether the request fits. A counter that `wrapped` counts as a full
     /// window and denies. Inlined, as [`ask`](Self::ask) is.
     #[inline(always)]
-    fn settle(
-        &self,
-        ask: &mut Ask,
-        current: &[u8],
-        counters: &Counters,
-        wrapped: bool,
-        now: i64,
-    ) -> Settled {
+    fn settle(&self, ask: &mut Ask, current: &[u8], counters: &Counters, wrapped: bool) -> Settled {
+        let now = ask.when.nanos;
         let counts = &mut ask.decoded.counts;
         counts[0] = if wrapped {
             self.full()
@@ -453,14 +449,15 @@ impl WindowCounter {
             return Ok(());
         }
         let settings = &self.settings;
+        let when = When::of(&self.buckets, now);
         let mut key = KeyBuf::new();
-        self.bucket_key(client, self.buckets.index(now), &mut key);
+        self.bucket_key(client, when.index, &mut key);
         // A refund asked for on its own has the whole deadline.
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
             None => Call::Waiting(settings.deadline),
         };
-        let delta = self.delta(cost, Position::of(&self.buckets, now));
+        let delta = self.delta(cost, when.at);
         self.decrement(call, &key, delta).await
     }
 

@@ -27,7 +27,10 @@ use super::moment::{inside_scaled, Estimator};
 /// One number per bucket a decision weighs, the current one first: inline
 /// up to 8 (a window of up to 7 sub-windows), so that most decisions
 /// allocate nothing for them.
-pub(super) type Counts = smallvec::SmallVec<[u64; 8]>;
+pub(super) type Counts = smallvec::SmallVec<InlineCounts>;
+
+/// The counts [`Counts`] holds without allocating.
+pub(super) type InlineCounts = [u64; 8];
 
 /// The buckets a decision reads, newest first: their counts, and with a
 /// moment estimator their offset sums, by which the oldest is weighed.
@@ -91,13 +94,6 @@ pub(crate) struct Verdict {
 pub(crate) struct Position {
     pub(crate) into: u64,
     pub(crate) len: u64,
-}
-
-impl Position {
-    /// The position of `now_nanos` in its bucket.
-    pub(crate) fn of(buckets: &Buckets, now_nanos: i64) -> Self {
-        When::of(buckets, now_nanos).at
-    }
 }
 
 /// A time and where it falls: its bucket and its position in that bucket,
@@ -343,18 +339,18 @@ mod tests {
         assert!(!admits(&counts, third, 29));
     }
 
+    /// The verdict on a denied request of `cost` under `limit`, with
+    /// `counts` (newest first) at `now`.
+    fn denied(buckets: &Buckets, counts: &[u64], now: i64, cost: u64, limit: u64) -> Verdict {
+        let when = When::of(buckets, now);
+        verdict(buckets, &Window::uniform(counts), when, false, cost, limit)
+    }
+
     #[test]
     fn fixed_window_retry_is_the_next_window() {
         let buckets = Buckets::new(MINUTE, 1, 0).unwrap();
         let now = 20_000_000_000; // 20 s into a minute
-        let v = verdict(
-            &buckets,
-            &Window::uniform(&[10]),
-            When::of(&buckets, now),
-            false,
-            1,
-            10,
-        );
+        let v = denied(&buckets, &[10], now, 1, 10);
         assert_eq!(v.retry_after, Some(Duration::from_secs(40)));
         assert_eq!(v.reset_after, Duration::from_secs(40));
         assert_eq!(v.remaining, 0);
@@ -363,17 +359,11 @@ mod tests {
     #[test]
     fn sliding_retry_waits_for_the_old_share_to_slide_out() {
         let buckets = Buckets::new(MINUTE, 1, 1).unwrap();
-        let now = 15_000_000_000; // 15 s in: weight 0.75
-                                  // 60 before, 40 now: estimate 85; a cost of 20 fits once
-                                  // 40 + 60 (1 - f) <= 80, i.e. f >= 1/3, 20 s in: 5 s from now.
-        let v = verdict(
-            &buckets,
-            &Window::uniform(&[40, 60]),
-            When::of(&buckets, now),
-            false,
-            20,
-            100,
-        );
+        // 15 s in: weight 0.75. 60 before, 40 now: estimate 85; a cost of
+        // 20 fits once 40 + 60 (1 - f) <= 80, i.e. f >= 1/3, 20 s in: 5 s
+        // from now.
+        let now = 15_000_000_000;
+        let v = denied(&buckets, &[40, 60], now, 20, 100);
         assert_eq!(v.retry_after, Some(Duration::from_secs(5)));
         assert_eq!(v.remaining, 15);
         // The 40 of this minute stop counting at the end of the next one.
@@ -385,14 +375,7 @@ mod tests {
         let buckets = Buckets::new(MINUTE, 1, 1).unwrap();
         let now = 30_000_000_000;
         // 100 now: only once this minute weighs (1 - f) * 100 <= 99 next minute.
-        let v = verdict(
-            &buckets,
-            &Window::uniform(&[100, 0]),
-            When::of(&buckets, now),
-            false,
-            1,
-            100,
-        );
+        let v = denied(&buckets, &[100, 0], now, 1, 100);
         let wait = v.retry_after.unwrap();
         // 100 (1 - t / 60 s) <= 99  <=>  t >= 0.6 s
         assert_eq!(wait, Duration::from_millis(30_600));

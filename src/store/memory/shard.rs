@@ -22,7 +22,7 @@ pub(super) struct Shard {
     pub(super) items: HashTable<(HeldKey, Item)>,
     /// The store's hasher, for the keys of expiry entries and for moving
     /// items when the table grows.
-    pub(super) hasher: KeyHasher,
+    hasher: KeyHasher,
     /// The last version given to a write here. A key's versions only need
     /// to differ from its earlier ones, and a key always lives in the same
     /// shard, so each shard counts its own, under its lock: no atomic
@@ -53,6 +53,11 @@ impl<'a> Hashed<'a> {
             bytes,
             hash: hasher.hash_one(bytes),
         }
+    }
+
+    /// Whether a table entry holds this key.
+    fn holder(self) -> impl Fn(&(HeldKey, Item)) -> bool + 'a {
+        move |(held, _)| held.as_bytes() == self.bytes
     }
 }
 
@@ -112,13 +117,13 @@ impl Shard {
     /// The item at `key`, live or expired.
     fn held_mut(&mut self, key: Hashed<'_>) -> Option<&mut Item> {
         self.items
-            .find_mut(key.hash, |(held, _)| held.as_bytes() == key.bytes)
+            .find_mut(key.hash, key.holder())
             .map(|(_, item)| item)
     }
 
     pub(super) fn live(&self, key: Hashed<'_>, now: i64) -> Option<&Item> {
         self.items
-            .find(key.hash, |(held, _)| held.as_bytes() == key.bytes)
+            .find(key.hash, key.holder())
             .map(|(_, item)| item)
             .filter(|item| item.expires_at > now)
     }
@@ -129,9 +134,7 @@ impl Shard {
 
     /// Removes the item at `key`, live or expired.
     pub(super) fn remove(&mut self, key: Hashed<'_>) -> Option<Item> {
-        let found = self
-            .items
-            .find_entry(key.hash, |(held, _)| held.as_bytes() == key.bytes);
+        let found = self.items.find_entry(key.hash, key.holder());
         found.ok().map(|entry| entry.remove().0 .1)
     }
 
