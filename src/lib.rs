@@ -169,6 +169,7 @@ pub mod limiter;
 pub mod quota;
 mod stack_text;
 pub mod store;
+mod timer;
 
 pub use algorithm::{
     Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, Sessionize, SlidingLog,

@@ -6,7 +6,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use super::deadline::timeout;
 use super::deadline::WithinDeadline;
 use super::repairs::Repairs;
 use crate::clock::Clock;
@@ -14,6 +13,8 @@ use crate::error::Error;
 use crate::key::KeySpace;
 use crate::quota::Quota;
 use crate::store::Store;
+pub(crate) use crate::timer::timeout;
+use crate::timer::TimerQueue;
 
 /// What happens to the cost of a denied request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +40,8 @@ pub(crate) struct Settings {
     pub(crate) quota: Quota,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) keys: KeySpace,
-    pub(crate) deadline: Duration,
+    /// The deadline of each decision, and the timer its decisions share.
+    pub(crate) deadline: TimerQueue,
     pub(crate) denied: DeniedRequests,
     pub(crate) max_clock_skew: Duration,
     /// Where stored values found untrustworthy and repaired are counted.
@@ -55,7 +57,7 @@ impl Settings {
     /// `max_clock_skew` behind the writer's still reads it that much later,
     /// and a decision can land up to its deadline after it was made.
     pub(crate) fn expiry_slack(&self) -> Duration {
-        self.max_clock_skew.max(Duration::from_secs(1)) + self.deadline
+        self.max_clock_skew.max(Duration::from_secs(1)) + self.deadline.limit()
     }
 
     /// Runs `work` within the deadline; past it, the work is dropped (a
@@ -64,8 +66,8 @@ impl Settings {
     pub(crate) fn within_deadline<T, E: Into<Error>, F: Future<Output = Result<T, E>>>(
         &self,
         work: F,
-    ) -> WithinDeadline<F> {
-        WithinDeadline::new(self.deadline, work)
+    ) -> WithinDeadline<'_, F> {
+        WithinDeadline::new(&self.deadline, work)
     }
 
     /// Rejects a cost that can never be decided: zero, or more than

@@ -11,6 +11,7 @@ use crate::limiter::spec::LimiterSpec;
 use crate::limiter::{RateLimiter, MAX_CLOCK_SKEW, MAX_DEADLINE};
 use crate::quota::MAX_LIMIT;
 use crate::store::{MemoryStore, Store};
+use crate::timer::TimerQueue;
 
 impl RateLimiter {
     /// The limiter `spec` describes, on `store`. Every setting is checked
@@ -46,7 +47,7 @@ impl RateLimiter {
             quota: spec.quota,
             store,
             keys: KeySpace::new(spec.namespace.clone())?,
-            deadline: spec.deadline,
+            deadline: TimerQueue::new(spec.deadline),
             denied: spec.denied,
             max_clock_skew: spec.max_clock_skew,
             repairs: repairs.clone(),

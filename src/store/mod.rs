@@ -45,7 +45,6 @@ mod immediate;
 #[cfg(feature = "memcached")]
 mod memcached;
 mod memory;
-pub(crate) mod patience;
 
 use std::fmt;
 use std::future::Future;

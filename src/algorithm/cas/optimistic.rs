@@ -82,7 +82,7 @@ impl<C: CasCore> CasLimiter<C> {
             repairs: settings.repairs.clone(),
             clock: settings.clock.clone(),
             counters: Counters::default(),
-            combiner: Combiner::new(settings.deadline),
+            combiner: Combiner::new(settings.deadline.limit()),
         });
         Self {
             settings,

@@ -155,7 +155,7 @@ pub(super) fn limiter_with<C: CasCore>(
         quota: "10/minute".parse().unwrap(),
         store,
         keys: crate::key::KeySpace::default(),
-        deadline: Duration::from_secs(10),
+        deadline: crate::timer::TimerQueue::new(Duration::from_secs(10)),
         denied: DeniedRequests::Refunded,
         max_clock_skew: Duration::from_secs(1),
         repairs: Arc::default(),

@@ -352,7 +352,7 @@ impl WindowCounter {
     /// which a refund can still land), so its count is final.
     fn sealed_bucket(&self, index: i64, count: u64, now: i64) -> Option<SealedBucket> {
         let settings = &self.settings;
-        let allowance = settings.max_clock_skew + settings.deadline;
+        let allowance = settings.max_clock_skew + settings.deadline.limit();
         let closed = self.buckets.start(index + 1);
         if closed.saturating_add(allowance.as_nanos() as i64) > now {
             return None;
@@ -390,7 +390,7 @@ impl WindowCounter {
             Call::Waiting(left) => {
                 timeout(left, settings.store.decrement(key, cost))
                     .await
-                    .ok_or(Error::DeadlineExceeded(settings.deadline))??;
+                    .ok_or(Error::DeadlineExceeded(settings.deadline.limit()))??;
             }
         }
         Ok(())
@@ -424,7 +424,7 @@ impl WindowCounter {
             Ok::<_, StoreError>(())
         };
         let left = match call {
-            Call::Now(_) => settings.deadline,
+            Call::Now(_) => settings.deadline.limit(),
             Call::Waiting(left) => left,
         };
         match timeout(left, work).await {
@@ -455,7 +455,7 @@ impl WindowCounter {
         // A refund asked for on its own has the whole deadline.
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
-            None => Call::Waiting(settings.deadline),
+            None => Call::Waiting(settings.deadline.limit()),
         };
         let delta = self.delta(cost, when.at);
         self.decrement(call, &key, delta).await

@@ -17,6 +17,7 @@ use crate::error::{StoreError, StoreErrorKind};
 use crate::store::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PIPELINE_BATCH, DEFAULT_PIPELINE_DEPTH,
 };
+use crate::timer::TimerQueue;
 
 /// Configures a [`MemcachedStore`].
 #[derive(Debug, Clone)]
@@ -275,7 +276,7 @@ impl MemcachedStoreBuilder {
             client,
             pools,
             pipeline,
-            io_timeout: self.io_timeout,
+            io_deadlines: TimerQueue::new(self.io_timeout),
             drain_timeout: self.drain_timeout,
         })
     }

@@ -9,6 +9,7 @@ use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::pool::Pools;
 use crate::store::memcached::wire::is_host_port;
 use crate::store::{DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CONNECTIONS};
+use crate::timer::TimerQueue;
 
 /// The default bound on one call's exchange with a server.
 const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -125,7 +126,7 @@ impl ClassicStoreBuilder {
                 self.max_idle,
                 self.connect_timeout,
             )),
-            io_timeout: self.io_timeout,
+            io_deadlines: TimerQueue::new(self.io_timeout),
             drain_timeout: self.drain_timeout,
         })
     }

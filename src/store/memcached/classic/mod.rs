@@ -19,6 +19,7 @@ use super::pool::{Checkout, Pools};
 use super::router::ClientRouter;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::parse_counter;
+use crate::timer::{timeout_in, TimerQueue};
 
 /// A memcached store over the classic text protocol (`incr`, `add`, `get`,
 /// `gets`, `cas`, `delete`), for what does not pass the meta protocol
@@ -57,8 +58,9 @@ use crate::store::parse_counter;
 #[derive(Debug)]
 pub struct ClassicStore {
     pools: Arc<Pools>,
-    /// How long a caller waits for its exchange.
-    io_timeout: Duration,
+    /// How long a caller waits for its exchange (the I/O timeout), and
+    /// the timer those waits share.
+    io_deadlines: TimerQueue,
     /// How long an exchange goes on once its caller stops waiting, before
     /// its connection is closed.
     drain_timeout: Duration,
@@ -146,11 +148,11 @@ impl ClassicStore {
             exchange(Arc::clone(&self.pools), checkout, work),
             self.drain_timeout,
         );
-        let outcome = match tokio::time::timeout(self.io_timeout, exchange).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(StoreError::new(
+        let outcome = match timeout_in(&self.io_deadlines, exchange).await {
+            Some(outcome) => outcome,
+            None => Err(StoreError::new(
                 StoreErrorKind::Timeout,
-                format!("did not answer within {:?}", self.io_timeout),
+                format!("did not answer within {:?}", self.io_deadlines.limit()),
             )),
         };
         let outcome = outcome.map_err(|error| error.at(address));

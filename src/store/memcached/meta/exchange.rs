@@ -25,19 +25,20 @@ use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::connection::Connection;
 use crate::store::memcached::detach::{detached, Detached};
 use crate::store::memcached::pool::{Checkout, Pools};
+use crate::timer::{timeout_in, TimerQueue};
 
 /// One request's answers: one per operation, in order.
 pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 
 /// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
-/// connection from `pools`, within `bound` (`None`: within what its
-/// caller allows, the exchange then arming no timer): one answer list per
-/// request.
+/// connection from `pools`, within the limit of `bound` (`None`: within
+/// what its caller allows, the exchange then arming no timer): one answer
+/// list per request.
 pub(crate) async fn exchange<R: AsRef<Request>>(
     pools: &Pools,
     checkout: Checkout,
     requests: &[R],
-    bound: Option<Duration>,
+    bound: Option<&TimerQueue>,
 ) -> Vec<Answers> {
     let server = checkout.server();
     let address = pools.address(server);
@@ -49,14 +50,15 @@ pub(crate) async fn exchange<R: AsRef<Request>>(
     let exchanged = send_and_read(&mut connection, requests, &mut answers, address);
     let stop = match bound {
         None => exchanged.await,
-        Some(bound) => tokio::time::timeout(bound, exchanged)
-            .await
-            .unwrap_or_else(|_| {
-                Some(Failure::Broken(StoreError::new(
-                    StoreErrorKind::Timeout,
-                    format!("no answer within {bound:?}; the connection was closed"),
-                )))
-            }),
+        Some(bound) => timeout_in(bound, exchanged).await.unwrap_or_else(|| {
+            Some(Failure::Broken(StoreError::new(
+                StoreErrorKind::Timeout,
+                format!(
+                    "no answer within {:?}; the connection was closed",
+                    bound.limit()
+                ),
+            )))
+        }),
     };
     match stop {
         None => pools.give_back(server, connection, slot),

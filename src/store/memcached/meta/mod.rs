@@ -32,11 +32,11 @@ use super::router::ClientRouter;
 use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
-use crate::store::patience::waits_at_most;
 use crate::store::{
     check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome,
     Versioned,
 };
+use crate::timer::{timeout_in, waits_at_most, TimerQueue};
 
 /// memcached spoken to with the meta protocol.
 #[derive(Clone)]
@@ -47,8 +47,9 @@ pub(super) struct MetaStore {
     pub(super) pools: Arc<Pools>,
     /// `None` when pipelining is off.
     pub(super) pipeline: Option<Pipeline>,
-    /// How long a caller waits for its exchange.
-    pub(super) io_timeout: Duration,
+    /// How long a caller waits for its exchange (the I/O timeout), and
+    /// the timer those waits share.
+    pub(super) io_deadlines: TimerQueue,
     /// How long an exchange goes on once its caller stops waiting.
     pub(super) drain_timeout: Duration,
 }
@@ -56,9 +57,9 @@ pub(super) struct MetaStore {
 impl MetaStore {
     /// Checks that every server answers.
     pub(super) async fn ping(&self) -> Result<(), StoreError> {
-        match tokio::time::timeout(self.io_timeout, self.client.noop()).await {
-            Ok(answered) => answered.map_err(to_store_error),
-            Err(_) => Err(self.timed_out(None, false)),
+        match timeout_in(&self.io_deadlines, self.client.noop()).await {
+            Some(answered) => answered.map_err(to_store_error),
+            None => Err(self.timed_out(None, false)),
         }
     }
 
@@ -67,7 +68,7 @@ impl MetaStore {
     fn timed_out(&self, server: Option<usize>, writes: bool) -> StoreError {
         let error = StoreError::new(
             StoreErrorKind::Timeout,
-            format!("did not answer within {:?}", self.io_timeout),
+            format!("did not answer within {:?}", self.io_deadlines.limit()),
         );
         let error = match server {
             Some(server) => error.at(self.pools.address(server)),
@@ -128,12 +129,12 @@ impl MetaStore {
             }
         };
         // A caller that gives up sooner needs no timer here (`patience`).
-        let answers = if waits_at_most(self.io_timeout) {
+        let answers = if waits_at_most(self.io_deadlines.limit()) {
             exchange.await?
         } else {
-            tokio::time::timeout(self.io_timeout, exchange)
+            timeout_in(&self.io_deadlines, exchange)
                 .await
-                .map_err(|_| self.timed_out(lane, writes))??
+                .ok_or_else(|| self.timed_out(lane, writes))??
         };
         if answers.len() != expected {
             let error = StoreError::new(

@@ -65,6 +65,7 @@ use super::exchange::{exchange, exchange_one, Answers};
 use super::request::Request;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::pool::Pools;
+use crate::timer::TimerQueue;
 
 /// The most operations one batch carries by default (a bigger job goes out
 /// alone). With 64 sliding-window
@@ -117,8 +118,9 @@ impl Lane {
 
 struct Inner {
     pools: Arc<Pools>,
-    /// How long one batch's exchange may take, its replies included.
-    bound: Duration,
+    /// How long one batch's exchange may take, its replies included, and
+    /// the timer the batches share.
+    bound: TimerQueue,
     /// How long a call's own exchange goes on once the call stops waiting.
     drain: Duration,
     lanes: Box<[Mutex<Lane>]>,
@@ -150,7 +152,7 @@ impl Pipeline {
         Self {
             inner: Arc::new(Inner {
                 pools,
-                bound,
+                bound: TimerQueue::new(bound),
                 drain,
                 lanes,
                 depth: depth.max(1),
@@ -238,7 +240,7 @@ impl Inner {
     /// nothing was sent.
     async fn exchange(&self, lane: usize, jobs: &[Job]) -> Result<Vec<Answers>, StoreError> {
         let checkout = self.pools.checkout(lane).await?;
-        Ok(exchange(&self.pools, checkout, jobs, Some(self.bound)).await)
+        Ok(exchange(&self.pools, checkout, jobs, Some(&self.bound)).await)
     }
 
     /// Sends `jobs` as one batch and answers each with its own results,

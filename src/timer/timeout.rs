@@ -1,0 +1,205 @@
+//! A bound on how long work may take, with its timer started only when
+//! the work first has to wait, and shared where its limit is.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+use tokio::task::Unconstrained;
+use tokio::time::{Instant, Sleep};
+
+use super::patience::Patience;
+use super::queue::{Armed, TimerQueue};
+
+/// `work`, given at most `limit` (`None` past it), as
+/// [`tokio::time::timeout`] runs it, but with the timer started only the
+/// first time the work has to wait: work that completes at once (every call
+/// to an in-process store) costs no timer and no clock read. The limit
+/// counts from that first poll, which does not wait. The timer is polled
+/// outside the task's cooperative budget, so work that spends the budget
+/// cannot keep it from firing. While it polls the work, it declares its
+/// limit ([`Patience`]), so a store call inside arms no timer of its own
+/// that could only fire later.
+///
+/// The timer is the work's own; [`timeout_in`] shares one.
+pub(crate) fn timeout<F>(limit: Duration, work: F) -> Timeout<'static, F> {
+    Timeout {
+        work,
+        timer: Timer::Unarmed(None),
+        limit,
+    }
+}
+
+/// [`timeout`] with `queue`'s limit, on the timer `queue`'s deadlines
+/// share.
+pub(crate) fn timeout_in<F>(queue: &TimerQueue, work: F) -> Timeout<'_, F> {
+    Timeout {
+        work,
+        timer: Timer::Unarmed(Some(queue)),
+        limit: queue.limit(),
+    }
+}
+
+pin_project! {
+    /// The future of [`timeout`] and [`timeout_in`].
+    #[must_use = "futures do nothing unless polled"]
+    pub(crate) struct Timeout<'q, F> {
+        #[pin]
+        work: F,
+        timer: Timer<'q>,
+        limit: Duration,
+    }
+}
+
+impl<F> Timeout<'_, F> {
+    /// Its limit.
+    pub(crate) fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    /// What is left of the limit: all of it if the work has not waited
+    /// yet (the limit counts from when it first does). Reads the clock
+    /// only if the work waited.
+    pub(crate) fn left(&self) -> Duration {
+        match self.timer.ends() {
+            Some(ends) => ends.saturating_duration_since(Instant::now()),
+            None => self.limit,
+        }
+    }
+}
+
+/// The timer of a [`Timeout`].
+enum Timer<'q> {
+    /// Not armed yet: the work has not waited. It will be armed in the
+    /// queue, if any.
+    Unarmed(Option<&'q TimerQueue>),
+    /// A deadline in a queue.
+    Shared(Armed<'q>),
+    /// A timer of its own, boxed so that it takes no room in the futures
+    /// that share one; `ends` is `None` past what an `Instant` can hold.
+    Own {
+        sleep: Pin<Box<Unconstrained<Sleep>>>,
+        ends: Option<Instant>,
+    },
+}
+
+impl Timer<'_> {
+    /// When it fires, once armed.
+    fn ends(&self) -> Option<Instant> {
+        match self {
+            Self::Unarmed(_) => None,
+            Self::Shared(armed) => Some(armed.ends()),
+            Self::Own { ends, .. } => *ends,
+        }
+    }
+
+    /// Arms it `limit` from now, if it is not armed yet: in its queue, or
+    /// on a timer of its own where the queue cannot (outside a runtime).
+    fn arm(&mut self, limit: Duration) {
+        let Self::Unarmed(queue) = *self else {
+            return;
+        };
+        *self = match queue.and_then(TimerQueue::arm) {
+            Some(armed) => Self::Shared(armed),
+            None => {
+                // The one clock read of a deadline, kept for what follows.
+                let ends = Instant::now().checked_add(limit);
+                let sleep = match ends {
+                    Some(ends) => tokio::time::sleep_until(ends),
+                    None => tokio::time::sleep(limit),
+                };
+                Self::Own {
+                    sleep: Box::pin(tokio::task::unconstrained(sleep)),
+                    ends,
+                }
+            }
+        };
+    }
+
+    fn poll_fired(&mut self, context: &mut Context<'_>) -> Poll<()> {
+        match self {
+            Self::Unarmed(_) => Poll::Pending,
+            Self::Shared(armed) => armed.poll_expired(context),
+            Self::Own { sleep, .. } => sleep.as_mut().poll(context),
+        }
+    }
+}
+
+impl<F: Future> Future for Timeout<'_, F> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let patience = Patience::enter(*this.limit);
+        let polled = this.work.poll(context);
+        drop(patience);
+        if let Poll::Ready(output) = polled {
+            return Poll::Ready(Some(output));
+        }
+        this.timer.arm(*this.limit);
+        match this.timer.poll_fired(context) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn late() -> u8 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        7
+    }
+
+    #[tokio::test]
+    async fn work_that_ends_in_time_is_answered_and_late_work_is_not() {
+        let limit = Duration::from_millis(10);
+        assert_eq!(timeout(limit, async { 7 }).await, Some(7));
+        assert_eq!(timeout(limit, late()).await, None);
+        let queue = TimerQueue::new(limit);
+        assert_eq!(timeout_in(&queue, async { 7 }).await, Some(7));
+        assert_eq!(timeout_in(&queue, late()).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_limit_counts_from_the_first_wait_and_what_is_left_shrinks() {
+        let queue = TimerQueue::new(Duration::from_millis(100));
+        let start = Instant::now();
+        let mut bounded = std::pin::pin!(timeout_in(&queue, async {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            7
+        }));
+        assert_eq!(bounded.left(), Duration::from_millis(100), "not armed yet");
+        assert_eq!(bounded.as_mut().await, Some(7));
+        assert_eq!(Instant::now(), start + Duration::from_millis(30));
+        assert_eq!(bounded.left(), Duration::from_millis(70));
+    }
+
+    #[test]
+    fn a_bound_built_outside_a_runtime_arms_in_the_queue_once_polled_inside() {
+        let queue = TimerQueue::new(Duration::from_millis(10));
+        let mut bounded = Box::pin(timeout_in(&queue, late()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        assert_eq!(runtime.block_on(bounded.as_mut()), None);
+        assert!(matches!(bounded.timer, Timer::Shared(_)));
+    }
+
+    #[tokio::test]
+    async fn a_limit_beyond_any_instant_falls_back_to_a_timer_of_its_own() {
+        let queue = TimerQueue::new(Duration::MAX);
+        let mut bounded = std::pin::pin!(timeout_in(&queue, async {
+            tokio::task::yield_now().await;
+            7
+        }));
+        assert_eq!(bounded.as_mut().await, Some(7));
+        assert!(matches!(bounded.timer, Timer::Own { ends: None, .. }));
+        assert_eq!(bounded.left(), Duration::MAX);
+    }
+}
