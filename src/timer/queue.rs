@@ -1,10 +1,11 @@
 //! Deadlines of one length that share one timer.
 //!
 //! A limiter bounds every decision that waits on its store by the same
-//! deadline. A tokio timer per decision is registered in the runtime's
-//! timer wheel on the decision's first wait and taken out again when the
-//! decision ends, under the wheel's lock, about a thousand instructions
-//! a decision (callgrind) for a timer that almost never fires.
+//! deadline, and a memcached store every exchange by its I/O timeout. A
+//! tokio timer for each is registered in the runtime's timer wheel on the
+//! first wait and taken out again when the call ends, under the wheel's
+//! lock, for a timer that almost never fires. Sharing one saves some 300
+//! instructions a decision on memcached (callgrind).
 //!
 //! Deadlines of one length expire in the order they were armed. So they
 //! wait here in that order, behind one timer: the queue's driver, a task

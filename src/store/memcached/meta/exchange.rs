@@ -32,22 +32,21 @@ pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 
 /// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
 /// connection from `pools`, within the limit of `bound` (`None`: within
-/// what its caller allows, the exchange then arming no timer): one answer
-/// list per request.
+/// what its caller allows, the exchange then arming no timer), into
+/// `answers`, one list per request, each empty with room for its
+/// operations ([`room_for`]).
 pub(crate) async fn exchange<R: AsRef<Request>>(
     pools: &Pools,
     checkout: Checkout,
     requests: &[R],
+    answers: &mut [Answers],
     bound: Option<&TimerQueue>,
-) -> Vec<Answers> {
+) {
+    debug_assert_eq!(requests.len(), answers.len());
     let server = checkout.server();
     let address = pools.address(server);
     let (mut connection, slot) = checkout.into_parts();
-    let mut answers: Vec<Answers> = requests
-        .iter()
-        .map(|request| Vec::with_capacity(request.as_ref().len()))
-        .collect();
-    let exchanged = send_and_read(&mut connection, requests, &mut answers, address);
+    let exchanged = send_and_read(&mut connection, requests, answers, address);
     let stop = match bound {
         None => exchanged.await,
         Some(bound) => timeout_in(bound, exchanged).await.unwrap_or_else(|| {
@@ -64,14 +63,18 @@ pub(crate) async fn exchange<R: AsRef<Request>>(
         None => pools.give_back(server, connection, slot),
         Some(stop) => {
             let wrote = connection.wrote();
-            for (request, answers) in requests.iter().zip(&mut answers) {
+            for (request, answers) in requests.iter().zip(answers) {
                 for verb in request.as_ref().verbs().skip(answers.len()) {
                     answers.push(Err(unanswered(&stop, verb, wrote, address)));
                 }
             }
         }
     }
-    answers
+}
+
+/// Empty answers with room for those of `request`.
+pub(crate) fn room_for<R: AsRef<Request>>(request: &R) -> Answers {
+    Vec::with_capacity(request.as_ref().len())
 }
 
 /// [`exchange`] of one request, run [`detached`]: bounded by its caller
@@ -92,10 +95,13 @@ pub(crate) fn exchange_one(
 ) -> Detached<Answers> {
     detached(
         async move {
-            let mut answers =
-                exchange(&pools, checkout, std::slice::from_ref(&request), None).await;
+            // One request: its answers need no list around them.
+            let mut answers = [room_for(&request)];
+            let requests = std::slice::from_ref(&request);
+            exchange(&pools, checkout, requests, &mut answers, None).await;
             drop(held);
-            answers.pop().unwrap_or_default()
+            let [answers] = answers;
+            answers
         },
         drain,
     )

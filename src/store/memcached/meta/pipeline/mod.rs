@@ -61,7 +61,7 @@ use tokio::sync::oneshot;
 use self::slot::{InlineSlot, Slot};
 pub use self::stats::PipelineStats;
 use self::stats::Stats;
-use super::exchange::{exchange, exchange_one, Answers};
+use super::exchange::{exchange, exchange_one, room_for, Answers};
 use super::request::Request;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::pool::Pools;
@@ -240,7 +240,9 @@ impl Inner {
     /// nothing was sent.
     async fn exchange(&self, lane: usize, jobs: &[Job]) -> Result<Vec<Answers>, StoreError> {
         let checkout = self.pools.checkout(lane).await?;
-        Ok(exchange(&self.pools, checkout, jobs, Some(&self.bound)).await)
+        let mut answers: Vec<Answers> = jobs.iter().map(room_for).collect();
+        exchange(&self.pools, checkout, jobs, &mut answers, Some(&self.bound)).await;
+        Ok(answers)
     }
 
     /// Sends `jobs` as one batch and answers each with its own results,
