@@ -23,7 +23,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
@@ -98,11 +98,9 @@ impl TimerQueue {
             Some(Handle::try_current().ok()?)
         };
         let ends = Instant::now().checked_add(self.shared.limit)?;
-        if let Some(runtime) = runtime {
-            // Before anything is queued: a runtime without timers fails
-            // here, in its caller, as a timer of the caller's own would.
-            self.start_driver(&mut state, &runtime, ends);
-        }
+        // Before anything is queued: a runtime without timers fails here,
+        // in its caller, as a timer of the caller's own would.
+        let driver = runtime.map(|runtime| (runtime, self.driver(&mut state, ends)));
         state.drop_done();
         let number = state.first + state.entries.len() as u64;
         let idle = if state.entries.is_empty() {
@@ -119,6 +117,9 @@ impl TimerQueue {
         if let Some(driver) = idle {
             driver.wake();
         }
+        if let Some((runtime, driver)) = driver {
+            runtime.spawn(driver);
+        }
         Some(Armed {
             queue: self,
             number,
@@ -126,13 +127,15 @@ impl TimerQueue {
         })
     }
 
-    /// Spawns the driver on `runtime`, its first sleep until `ends`.
-    fn start_driver(&self, state: &mut State, runtime: &Handle, ends: Instant) {
-        // Made here, within the caller's runtime, not in the task.
+    /// A driver for the queue, its first sleep until `ends`, made within
+    /// the caller's runtime; it is spawned once the queue's lock is
+    /// released, since a runtime shutting down drops it at once, and its
+    /// drop takes the lock.
+    fn driver(&self, state: &mut State, ends: Instant) -> impl Future<Output = ()> + use<> {
         let sleep = tokio::time::sleep_until(ends);
         state.driving = true;
         let shared = Arc::downgrade(&self.shared);
-        runtime.spawn(drive(Driving(shared.clone()), shared, sleep));
+        drive(Driving(shared.clone()), shared, sleep)
     }
 }
 
@@ -164,12 +167,15 @@ impl Armed<'_> {
             Some(waker) if waker.will_wake(context.waker()) => {}
             _ => entry.waker = Some(context.waker().clone()),
         }
-        if !state.driving {
-            // The driver's runtime went away: this one takes over.
-            if let Ok(runtime) = Handle::try_current() {
-                let ends = state.entries.front().map_or(self.ends, |front| front.ends);
-                self.queue.start_driver(&mut state, &runtime, ends);
-            }
+        if state.driving {
+            return Poll::Pending;
+        }
+        // The driver's runtime went away: this one takes over.
+        if let Ok(runtime) = Handle::try_current() {
+            let ends = state.entries.front().map_or(self.ends, |front| front.ends);
+            let driver = self.queue.driver(&mut state, ends);
+            drop(state);
+            runtime.spawn(driver);
         }
         Poll::Pending
     }
@@ -191,8 +197,9 @@ impl Drop for Armed<'_> {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // Nothing that can panic runs under the lock; recover from
-        // poisoning anyway rather than wedge every decision.
+        // What can panic under the lock (a runtime without timers, making
+        // the driver's sleep) does so before it changes anything; recover
+        // from poisoning rather than wedge every decision.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -281,7 +288,6 @@ async fn drive(driving: Driving, shared: Weak<Shared>, sleep: Sleep) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::future::Future;
 
     /// Waits until `armed` expires.
     async fn expiry(armed: &Armed<'_>) {
