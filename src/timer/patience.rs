@@ -3,9 +3,9 @@
 //!
 //! A limiter bounds each decision by its deadline (100 ms by default) and
 //! drops the decision's work past it; a memcached store bounds each call
-//! by its I/O timeout (1 s by default). Under a limiter the store's timer
-//! is armed and disarmed on every call, about 5% of a decision's
-//! instructions, and never fires. A bound that drops the work it bounds
+//! by its I/O timeout (by default 500 ms on the meta protocol, 1 s on the
+//! classic one). Under a limiter the store's timer would be armed and
+//! disarmed on every call, and never fire. A bound that drops the work it bounds
 //! declares its limit here while it polls that work ([`Patience::enter`]);
 //! a store call that finds, on its first poll, a declared limit no longer
 //! than its own timeout arms none ([`waits_at_most`]).

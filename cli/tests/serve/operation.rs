@@ -110,9 +110,11 @@ fn pipelined_commands_share_memcached_round_trips() {
     send(":5\r\n");
     let trips = info_field(&served, "store_round_trips") - before;
     let largest = info_field(&served, "store_largest_batch");
-    // Each command is a read and a compare-and-swap write: 512 store calls.
+    // Each command is a read and a compare-and-swap write: 512 store calls,
+    // which took 11 to 28 round trips in runs on an idle machine and 143
+    // once in a full test run on a loaded one. Without sharing, 512.
     assert!(
-        trips <= 2 * commands / 4,
+        trips <= commands,
         "{trips} round trips for {commands} commands (largest batch {largest})"
     );
     assert!(largest >= 8, "largest batch {largest}");
