@@ -241,7 +241,9 @@ impl WindowCounter {
         };
         let counters = match counted {
             Ok(counters) => counters,
-            Err(error) => self.repair_after(error, &current, &ask).await?,
+            // Rare (a counter that holds something else): boxed, so that
+            // every decision's future does not carry the repair's.
+            Err(error) => Box::pin(self.repair_after(error, &current, &ask)).await?,
         };
         Ok(self
             .conclude(call, &mut ask, &current, &counters, cost)
@@ -285,8 +287,8 @@ impl WindowCounter {
         // wrapped: the counter is not a small count but a full one.
         let wrapped = counters.value < ask.delta;
         if wrapped {
-            self.repair_wrap(call, current, counters.value, ask.ttl)
-                .await;
+            // Rare: boxed, as the repair above.
+            Box::pin(self.repair_wrap(call, current, counters.value, ask.ttl)).await;
         }
         let settled = self.settle(ask, current, counters, wrapped);
         if settled.refund {
