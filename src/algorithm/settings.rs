@@ -13,7 +13,6 @@ use crate::error::Error;
 use crate::key::KeySpace;
 use crate::quota::Quota;
 use crate::store::Store;
-pub(crate) use crate::timer::timeout;
 use crate::timer::TimerQueue;
 
 /// What happens to the cost of a denied request.

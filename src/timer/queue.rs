@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -87,20 +88,18 @@ impl TimerQueue {
         self.shared.limit
     }
 
-    /// Arms a deadline `limit` from now. `None` outside a tokio runtime,
-    /// or if the deadline lies beyond what an [`Instant`] can hold: the
-    /// caller then needs a timer of its own.
-    pub(crate) fn arm(&self) -> Option<Armed<'_>> {
+    /// Arms a deadline `limit` from now, whose expiry wakes `waker`.
+    /// `None` outside a tokio runtime, or if the deadline lies beyond what
+    /// an [`Instant`] can hold: the caller then needs a timer of its own.
+    pub(crate) fn arm(&self, waker: &Waker) -> Option<Armed<'_>> {
         let mut state = self.shared.lock();
-        let runtime = if state.driving {
-            None
-        } else {
-            Some(Handle::try_current().ok()?)
-        };
         let ends = Instant::now().checked_add(self.shared.limit)?;
         // Before anything is queued: a runtime without timers fails here,
         // in its caller, as a timer of the caller's own would.
-        let driver = runtime.map(|runtime| (runtime, self.driver(&mut state, ends)));
+        let driver = match state.driving {
+            true => None,
+            false => Some(self.driver(&mut state, ends)?),
+        };
         state.drop_done();
         let number = state.first + state.entries.len() as u64;
         let idle = if state.entries.is_empty() {
@@ -110,15 +109,15 @@ impl TimerQueue {
         };
         state.entries.push_back(Entry {
             ends,
-            waker: None,
+            waker: Some(waker.clone()),
             done: false,
         });
         drop(state);
         if let Some(driver) = idle {
             driver.wake();
         }
-        if let Some((runtime, driver)) = driver {
-            runtime.spawn(driver);
+        if let Some(driver) = driver {
+            driver.spawn();
         }
         Some(Armed {
             queue: self,
@@ -127,15 +126,30 @@ impl TimerQueue {
         })
     }
 
-    /// A driver for the queue, its first sleep until `ends`, made within
-    /// the caller's runtime; it is spawned once the queue's lock is
-    /// released, since a runtime shutting down drops it at once, and its
-    /// drop takes the lock.
-    fn driver(&self, state: &mut State, ends: Instant) -> impl Future<Output = ()> + use<> {
+    /// A driver for the queue on the caller's runtime (`None` outside
+    /// one), its first sleep until `ends`; to be spawned once the queue's
+    /// lock is released ([`Driver::spawn`]).
+    fn driver(&self, state: &mut State, ends: Instant) -> Option<Driver> {
+        let runtime = Handle::try_current().ok()?;
         let sleep = tokio::time::sleep_until(ends);
         state.driving = true;
         let shared = Arc::downgrade(&self.shared);
-        drive(Driving(shared.clone()), shared, sleep)
+        let task = Box::pin(drive(Driving(shared.clone()), shared, sleep));
+        Some(Driver { runtime, task })
+    }
+}
+
+/// A driver made and not yet spawned.
+struct Driver {
+    runtime: Handle,
+    task: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl Driver {
+    /// Spawns it. Never under the queue's lock: a runtime shutting down
+    /// drops the task at once, and its drop takes the lock.
+    fn spawn(self) {
+        self.runtime.spawn(self.task);
     }
 }
 
@@ -167,15 +181,13 @@ impl Armed<'_> {
             Some(waker) if waker.will_wake(context.waker()) => {}
             _ => entry.waker = Some(context.waker().clone()),
         }
-        if state.driving {
-            return Poll::Pending;
-        }
-        // The driver's runtime went away: this one takes over.
-        if let Ok(runtime) = Handle::try_current() {
+        if !state.driving {
+            // The driver's runtime went away: this one takes over.
             let ends = state.entries.front().map_or(self.ends, |front| front.ends);
-            let driver = self.queue.driver(&mut state, ends);
-            drop(state);
-            runtime.spawn(driver);
+            if let Some(driver) = self.queue.driver(&mut state, ends) {
+                drop(state);
+                driver.spawn();
+            }
         }
         Poll::Pending
     }
@@ -214,29 +226,29 @@ impl Drop for Shared {
 }
 
 impl State {
-    /// Takes the done entries off the front.
-    fn drop_done(&mut self) {
-        while self.entries.front().is_some_and(|entry| entry.done) {
-            self.entries.pop_front();
+    /// Takes the front entry off while `leaves` holds for it, waking the
+    /// task of each.
+    fn drop_front_while(&mut self, leaves: impl Fn(&Entry) -> bool) {
+        while self.entries.front().is_some_and(&leaves) {
+            let left = self.entries.pop_front();
             self.first += 1;
+            if let Some(waker) = left.and_then(|entry| entry.waker) {
+                // Waking schedules the task; it runs after the lock is
+                // released.
+                waker.wake();
+            }
         }
+    }
+
+    /// Takes the done entries off the front (they have no task to wake).
+    fn drop_done(&mut self) {
+        self.drop_front_while(|entry| entry.done);
     }
 
     /// Takes off the front every entry that has expired by `now`, waking
     /// its task, and the done ones.
     fn expire(&mut self, now: Instant) {
-        while let Some(front) = self.entries.front_mut() {
-            if !front.done && front.ends > now {
-                break;
-            }
-            if let Some(waker) = front.waker.take() {
-                // Waking schedules the task; it runs after the lock is
-                // released.
-                waker.wake();
-            }
-            self.entries.pop_front();
-            self.first += 1;
-        }
+        self.drop_front_while(|entry| entry.done || entry.ends <= now);
     }
 }
 
@@ -298,7 +310,7 @@ mod tests {
     async fn a_deadline_expires_after_its_limit_and_not_before() {
         let queue = TimerQueue::new(Duration::from_millis(100));
         let start = Instant::now();
-        let armed = queue.arm().unwrap();
+        let armed = queue.arm(Waker::noop()).unwrap();
         assert_eq!(armed.ends(), start + Duration::from_millis(100));
         expiry(&armed).await;
         assert_eq!(Instant::now(), start + Duration::from_millis(100));
@@ -308,11 +320,11 @@ mod tests {
     async fn deadlines_armed_apart_expire_apart_and_dropped_ones_never_wake() {
         let queue = TimerQueue::new(Duration::from_millis(100));
         let start = Instant::now();
-        let first = queue.arm().unwrap();
+        let first = queue.arm(Waker::noop()).unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
-        let dropped = queue.arm().unwrap();
+        let dropped = queue.arm(Waker::noop()).unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
-        let third = queue.arm().unwrap();
+        let third = queue.arm(Waker::noop()).unwrap();
         drop(dropped);
         expiry(&first).await;
         assert_eq!(Instant::now(), start + Duration::from_millis(100));
@@ -329,13 +341,13 @@ mod tests {
     async fn done_entries_leave_the_queue_and_an_idle_driver_wakes_for_the_next() {
         let queue = TimerQueue::new(Duration::from_millis(50));
         for _ in 0..1_000 {
-            drop(queue.arm().unwrap());
+            drop(queue.arm(Waker::noop()).unwrap());
         }
         assert!(queue.shared.lock().entries.is_empty());
         // The driver's first sleep ends; it finds nothing and waits.
         tokio::time::sleep(Duration::from_millis(200)).await;
         let start = Instant::now();
-        let armed = queue.arm().unwrap();
+        let armed = queue.arm(Waker::noop()).unwrap();
         expiry(&armed).await;
         assert_eq!(Instant::now(), start + Duration::from_millis(50));
     }
@@ -343,7 +355,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_driver_ends_with_its_queue() {
         let queue = TimerQueue::new(Duration::from_millis(50));
-        drop(queue.arm().unwrap());
+        drop(queue.arm(Waker::noop()).unwrap());
         let shared = Arc::downgrade(&queue.shared);
         tokio::time::sleep(Duration::from_millis(100)).await;
         drop(queue);
@@ -368,7 +380,7 @@ mod tests {
             .unwrap();
         // Armed on the first runtime, which then shuts down with its
         // driver, the deadline still expires on the second.
-        let armed = first.block_on(async { queue.arm().unwrap() });
+        let armed = first.block_on(async { queue.arm(Waker::noop()).unwrap() });
         drop(first);
         let second = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -384,7 +396,7 @@ mod tests {
     #[test]
     fn outside_a_runtime_nothing_is_armed() {
         let queue = TimerQueue::new(Duration::from_millis(20));
-        assert!(queue.arm().is_none());
+        assert!(queue.arm(Waker::noop()).is_none());
     }
 
     /// Polls `future` once with a waker that does nothing.

@@ -85,7 +85,7 @@ enum Timer<'q> {
     },
 }
 
-impl Timer<'_> {
+impl<'q> Timer<'q> {
     /// When it fires, once armed.
     fn ends(&self) -> Option<Instant> {
         match self {
@@ -95,34 +95,39 @@ impl Timer<'_> {
         }
     }
 
-    /// Arms it `limit` from now, if it is not armed yet: in its queue, or
-    /// on a timer of its own where the queue cannot (outside a runtime).
-    fn arm(&mut self, limit: Duration) {
-        let Self::Unarmed(queue) = *self else {
-            return;
-        };
-        *self = match queue.and_then(TimerQueue::arm) {
-            Some(armed) => Self::Shared(armed),
-            None => {
-                // The one clock read of a deadline, kept for what follows.
-                let ends = Instant::now().checked_add(limit);
-                let sleep = match ends {
-                    Some(ends) => tokio::time::sleep_until(ends),
-                    None => tokio::time::sleep(limit),
-                };
-                Self::Own {
-                    sleep: Box::pin(tokio::task::unconstrained(sleep)),
-                    ends,
+    /// Ready once it has fired. The first call arms it `limit` from now:
+    /// in its queue, which then wakes `context`'s task when it expires,
+    /// or on a timer of its own where the queue cannot (outside a
+    /// runtime).
+    fn poll_fired(&mut self, limit: Duration, context: &mut Context<'_>) -> Poll<()> {
+        if let Self::Unarmed(queue) = *self {
+            match queue.and_then(|queue| queue.arm(context.waker())) {
+                Some(armed) => {
+                    // Armed with this task's waker: the queue wakes it.
+                    *self = Self::Shared(armed);
+                    return Poll::Pending;
                 }
+                None => *self = Self::own(limit),
             }
-        };
-    }
-
-    fn poll_fired(&mut self, context: &mut Context<'_>) -> Poll<()> {
+        }
         match self {
             Self::Unarmed(_) => Poll::Pending,
             Self::Shared(armed) => armed.poll_expired(context),
             Self::Own { sleep, .. } => sleep.as_mut().poll(context),
+        }
+    }
+
+    /// A timer of its own, `limit` from now.
+    fn own(limit: Duration) -> Self {
+        // The one clock read of a deadline, kept for what follows.
+        let ends = Instant::now().checked_add(limit);
+        let sleep = match ends {
+            Some(ends) => tokio::time::sleep_until(ends),
+            None => tokio::time::sleep(limit),
+        };
+        Self::Own {
+            sleep: Box::pin(tokio::task::unconstrained(sleep)),
+            ends,
         }
     }
 }
@@ -138,8 +143,7 @@ impl<F: Future> Future for Timeout<'_, F> {
         if let Poll::Ready(output) = polled {
             return Poll::Ready(Some(output));
         }
-        this.timer.arm(*this.limit);
-        match this.timer.poll_fired(context) {
+        match this.timer.poll_fired(*this.limit, context) {
             Poll::Ready(()) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
@@ -163,6 +167,16 @@ mod tests {
         let queue = TimerQueue::new(limit);
         assert_eq!(timeout_in(&queue, async { 7 }).await, Some(7));
         assert_eq!(timeout_in(&queue, late()).await, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn late_work_in_a_queue_ends_at_its_limit_woken_by_the_queue() {
+        // Armed with the task's waker and polled no more: only the queue's
+        // driver can end it at 100 ms, before the work's own 10 s.
+        let queue = TimerQueue::new(Duration::from_millis(100));
+        let start = Instant::now();
+        assert_eq!(timeout_in(&queue, late()).await, None);
+        assert_eq!(Instant::now(), start + Duration::from_millis(100));
     }
 
     #[tokio::test(start_paused = true)]

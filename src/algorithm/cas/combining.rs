@@ -85,10 +85,10 @@ use hashbrown::hash_map::EntryRef;
 use tokio::sync::oneshot;
 
 use super::core::Ask;
-use crate::algorithm::settings::timeout;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
 use crate::key::KeyHasher;
+use crate::timer::timeout;
 
 /// The most requests decided in one group: one read, up to this many
 /// decisions, one write. More waiting requests go to the next group.

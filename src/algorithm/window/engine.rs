@@ -11,12 +11,13 @@ use super::moment::Estimator;
 use super::repair::{not_a_counter, repair};
 use super::sealed::{Ages, SealedBucket, SealedCache};
 use crate::algorithm::inspect::{InspectedKey, Inspection};
-use crate::algorithm::settings::{timeout, DeniedRequests, Settings};
+use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::StoreError;
 use crate::key::{routing_prefix, sibling_key, KeyBuf};
 use crate::store::{at_once, parse_counter, Counters, ImmediateStore, PutCondition};
+use crate::timer::timeout;
 
 /// How a decision calls its store.
 #[derive(Clone, Copy)]
