@@ -33,6 +33,7 @@ mod policy;
 mod refund_tests;
 mod sessionize;
 mod sliding_log;
+mod state_text;
 mod stats;
 #[cfg(test)]
 mod tests;

@@ -3,9 +3,13 @@
 use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
+use super::state_text::{push_f64, push_int, LONGEST_F64, LONGEST_I64};
 use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::quota::Quota;
+
+/// The longest stored state, `<tokens> <updated>`.
+const ENCODED_LEN: usize = LONGEST_F64 + 1 + LONGEST_I64;
 
 /// Slack for float comparisons of token counts.
 const EPSILON: f64 = 1e-9;
@@ -169,7 +173,17 @@ impl CasCore for TokenBucketCore {
     }
 
     fn encode(&self, state: &Bucket) -> Vec<u8> {
-        format!("{} {}", state.tokens, state.updated).into_bytes()
+        let mut out = Vec::with_capacity(ENCODED_LEN);
+        self.encode_into(state, &mut out);
+        out
+    }
+
+    /// `<tokens> <updated>`: the tokens' shortest decimal, the time's
+    /// digits.
+    fn encode_into(&self, state: &Bucket, out: &mut Vec<u8>) {
+        push_f64(out, state.tokens);
+        out.push(b' ');
+        push_int(out, state.updated);
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<Bucket> {

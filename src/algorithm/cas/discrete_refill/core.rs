@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::rules::{words, Bucket, Rules};
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
+use crate::algorithm::cas::state_text::push_int;
 use crate::quota::Quota;
 
 /// The first word of every stored value: text without it is not this
@@ -58,12 +59,11 @@ impl CasCore for DiscreteRefillCore {
     /// `dr1 <tokens> <mark>`, decimal; `itoa` rather than `format!`, which
     /// this runs on every write.
     fn encode_into(&self, bucket: &Bucket, out: &mut Vec<u8>) {
-        let mut digits = itoa::Buffer::new();
         out.extend_from_slice(TAG.as_bytes());
         out.push(b' ');
-        out.extend_from_slice(digits.format(bucket.tokens).as_bytes());
+        push_int(out, bucket.tokens);
         out.push(b' ');
-        out.extend_from_slice(digits.format(bucket.mark).as_bytes());
+        push_int(out, bucket.mark);
     }
 
     /// `dr1 <tokens> <mark>`, decimal, exactly; anything else is `None`.

@@ -3,6 +3,7 @@
 //! the time to write.
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
+use crate::algorithm::cas::state_text::push_int;
 use crate::decision::Decision;
 use crate::quota::Quota;
 use std::time::Duration;
@@ -127,7 +128,7 @@ impl CasCore for GcraCore {
     }
 
     fn encode_into(&self, tat: &i128, out: &mut Vec<u8>) {
-        out.extend_from_slice(itoa::Buffer::new().format(*tat).as_bytes());
+        push_int(out, *tat);
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<i128> {

@@ -2,9 +2,13 @@
 //! state, the time and the request to a decision and the state to write.
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
+use crate::algorithm::cas::state_text::{push_f64, push_int, LONGEST_F64, LONGEST_I64};
 use crate::decision::Decision;
 use crate::quota::Quota;
 use std::time::Duration;
+
+/// The longest stored state, `<mode> <bucket> <time>`.
+const ENCODED_LEN: usize = 2 + LONGEST_F64 + 1 + LONGEST_I64;
 
 /// Slack for float comparisons of token counts.
 pub(super) const EPSILON: f64 = 1e-9;
@@ -122,11 +126,21 @@ impl CasCore for HybridQuotaCore {
     }
 
     fn encode(&self, client: &Client) -> Vec<u8> {
-        let mode = match client.mode {
-            Mode::Bursty => 'b',
-            Mode::Smooth => 's',
-        };
-        format!("{mode} {} {}", client.bucket, client.time).into_bytes()
+        let mut out = Vec::with_capacity(ENCODED_LEN);
+        self.encode_into(client, &mut out);
+        out
+    }
+
+    /// `<mode> <bucket> <time>`: `b` or `s`, the bucket's shortest
+    /// decimal, the time's digits.
+    fn encode_into(&self, client: &Client, out: &mut Vec<u8>) {
+        out.extend_from_slice(match client.mode {
+            Mode::Bursty => b"b ",
+            Mode::Smooth => b"s ",
+        });
+        push_f64(out, client.bucket);
+        out.push(b' ');
+        push_int(out, client.time);
     }
 
     fn decode(&self, bytes: &[u8]) -> Option<Client> {

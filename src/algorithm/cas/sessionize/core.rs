@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
 use crate::algorithm::cas::discrete_refill::{words, Bucket, Rules};
+use crate::algorithm::cas::state_text::{push_int, LONGEST_I64};
 use crate::quota::Quota;
 
 /// The first word of every stored value: text without it is not this
@@ -57,8 +58,21 @@ impl CasCore for SessionizeCore {
     }
 
     fn encode(&self, session: &Session) -> Vec<u8> {
+        let mut out = Vec::with_capacity(TAG.len() + 3 * (1 + LONGEST_I64));
+        self.encode_into(session, &mut out);
+        out
+    }
+
+    /// `ds1 <tokens> <mark> <session start>`, decimal.
+    fn encode_into(&self, session: &Session, out: &mut Vec<u8>) {
         let Session { bucket, start } = session;
-        format!("{TAG} {} {} {start}", bucket.tokens, bucket.mark).into_bytes()
+        out.extend_from_slice(TAG.as_bytes());
+        out.push(b' ');
+        push_int(out, bucket.tokens);
+        out.push(b' ');
+        push_int(out, bucket.mark);
+        out.push(b' ');
+        push_int(out, *start);
     }
 
     /// `ds1 <tokens> <mark> <session start>`, decimal, exactly; anything

@@ -1,0 +1,95 @@
+//! The numbers of a stored state, written as text without `format!`:
+//! a float's shortest decimal that reads back as the same float (Ulf
+//! Adams, "Ryū: fast float-to-string conversion", PLDI 2018,
+//! <https://dl.acm.org/doi/10.1145/3192366.3192369>, through the `ryu`
+//! crate), and integers through `itoa`. `format!("{}", x)` writes the
+//! same values through the formatting machinery and a growing `String`:
+//! some 1,600 instructions a token-bucket decision, against a few hundred
+//! here.
+//!
+//! Any reader that parses a float (`str::parse::<f64>`) reads both
+//! spellings as the same value: `1.0` and `1`, `1e16` and
+//! `10000000000000000`.
+
+/// The longest text [`push_f64`] writes (`-2.2250738585072014e-308`).
+pub(crate) const LONGEST_F64: usize = 24;
+/// The longest text of an `i64` (`-9223372036854775808`).
+pub(crate) const LONGEST_I64: usize = 20;
+
+/// Appends the shortest decimal text of `value` that parses back to it.
+/// A state's floats are finite; a non-finite one is written as `NaN`,
+/// `inf` or `-inf`, which its reader rejects.
+pub(crate) fn push_f64(out: &mut Vec<u8>, value: f64) {
+    out.extend_from_slice(ryu::Buffer::new().format(value).as_bytes());
+}
+
+/// Appends the decimal text of `value`.
+pub(crate) fn push_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn written(value: f64) -> String {
+        let mut out = Vec::new();
+        push_f64(&mut out, value);
+        String::from_utf8(out).expect("ASCII")
+    }
+
+    #[test]
+    fn the_longest_texts_fit_their_bounds() {
+        for value in [
+            f64::MIN,
+            -f64::MIN_POSITIVE,
+            -5e-324,
+            -1.2345678901234567e-300,
+        ] {
+            assert!(written(value).len() <= LONGEST_F64, "{}", written(value));
+        }
+        let mut out = Vec::new();
+        push_int(&mut out, i64::MIN);
+        assert_eq!(out.len(), LONGEST_I64);
+    }
+
+    #[test]
+    fn floats_read_back_exactly_and_integers_as_display_writes_them() {
+        for value in [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            0.1,
+            1e16,
+            1.5e-7,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+        ] {
+            let text = written(value);
+            assert_eq!(
+                text.parse::<f64>().unwrap().to_bits(),
+                value.to_bits(),
+                "{text}"
+            );
+        }
+        let mut out = Vec::new();
+        push_int(&mut out, -1_764_200_000_000_000_000i64);
+        out.push(b' ');
+        push_int(&mut out, u64::MAX);
+        assert_eq!(out, b"-1764200000000000000 18446744073709551615");
+    }
+
+    proptest! {
+        #[test]
+        fn every_finite_float_reads_back_as_itself(bits in any::<u64>()) {
+            let value = f64::from_bits(bits);
+            prop_assume!(value.is_finite());
+            let text = written(value);
+            prop_assert_eq!(text.parse::<f64>().unwrap().to_bits(), value.to_bits());
+            // The same value `format!` writes, in either spelling.
+            prop_assert_eq!(format!("{value}").parse::<f64>().unwrap().to_bits(), value.to_bits());
+        }
+    }
+}
