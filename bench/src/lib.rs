@@ -8,6 +8,7 @@ pub mod client;
 pub mod cpu;
 pub mod instructions;
 pub mod matrix;
+pub mod paired;
 pub mod server;
 pub mod socket;
 
