@@ -54,6 +54,14 @@ impl HeldKey {
     }
 }
 
+/// For maps that insert a key found missing by a borrowed one (hashbrown's
+/// `entry_ref`).
+impl From<&[u8]> for HeldKey {
+    fn from(key: &[u8]) -> Self {
+        Self::new(key)
+    }
+}
+
 impl Borrow<[u8]> for HeldKey {
     fn borrow(&self) -> &[u8] {
         self.as_bytes()

@@ -82,11 +82,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hashbrown::hash_map::EntryRef;
+use smallvec::SmallVec;
 use tokio::sync::oneshot;
 
 use super::core::Ask;
 use crate::decision::Decision;
 use crate::error::{Error, StoreError, StoreErrorKind};
+use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 use crate::timer::timeout;
 
@@ -96,6 +98,14 @@ pub(crate) const MAX_GROUP: usize = 1_024;
 
 /// What one request gets back: its decision and how long to wait.
 pub(super) type Answer = Result<(Decision, Duration), Error>;
+
+/// The members of one group, in arrival order: inline for the request
+/// that decides itself alone, the common case, so that it allocates no
+/// list.
+pub(super) type Group = SmallVec<[Waiter; 1]>;
+
+/// A group's decisions, one per member in order, with each one's delay.
+pub(super) type Decided = SmallVec<[(Decision, Duration); 1]>;
 
 /// A request in a group.
 #[derive(Debug)]
@@ -141,17 +151,19 @@ impl Failure {
 /// The queues of requests waiting per key. A key is present exactly while
 /// a task serves it.
 #[derive(Default)]
-struct Queues(Mutex<HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>>);
+struct Queues(Mutex<HashMap<HeldKey, VecDeque<Waiter>, KeyHasher>>);
 
 /// The queues' map: hashbrown's, for `entry_ref`, which hashes a key once
-/// to find it and to insert or remove it, and copies it only to insert.
+/// to find it and to insert or remove it, and copies it only to insert,
+/// inline for a key of up to 54 bytes ([`HeldKey`]): a request that
+/// claims an idle key allocates nothing for it.
 type HashMap<K, V, S> = hashbrown::HashMap<K, V, S>;
 
 impl Queues {
     /// The map. The lock is only ever held for a push, a take or a removal,
     /// none of which can panic midway, so a poisoned lock still holds a
     /// consistent map and is used as is.
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<Vec<u8>, VecDeque<Waiter>, KeyHasher>> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<HeldKey, VecDeque<Waiter>, KeyHasher>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -182,8 +194,8 @@ pub(super) trait Decider: Send + Sync + Sized + 'static {
     fn decide_group<'a>(
         &'a self,
         key: &'a [u8],
-        group: &'a mut Vec<Waiter>,
-    ) -> impl Future<Output = Result<Vec<(Decision, Duration)>, Failure>> + Send + 'a;
+        group: &'a mut Group,
+    ) -> impl Future<Output = Result<Decided, Failure>> + Send + 'a;
 }
 
 impl Combiner {
@@ -212,7 +224,7 @@ impl Combiner {
     /// The next group for `key`: up to [`MAX_GROUP`] queued requests, in
     /// arrival order. With none queued, the key is let go, under the same
     /// lock, so a request arriving next starts a new task.
-    pub(super) fn take_group(&self, key: &[u8]) -> Option<Vec<Waiter>> {
+    pub(super) fn take_group(&self, key: &[u8]) -> Option<Group> {
         let mut queues = self.queues.lock();
         let queue = queues.get_mut(key)?;
         if queue.is_empty() {
@@ -225,11 +237,7 @@ impl Combiner {
 
     /// Hands every member of a finished group its own answer. A member that
     /// stopped waiting has dropped its receiver; its answer is dropped too.
-    pub(super) fn answer(
-        &self,
-        group: Vec<Waiter>,
-        outcome: Option<Result<Vec<(Decision, Duration)>, Failure>>,
-    ) {
+    pub(super) fn answer(&self, group: Group, outcome: Option<Result<Decided, Failure>>) {
         match outcome {
             Some(Ok(decided)) => {
                 for (waiter, decision) in group.into_iter().zip(decided) {
@@ -282,7 +290,7 @@ pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -
 /// that queued meanwhile (see [`HandOff`]).
 async fn decide_alone<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -> Answer {
     let hand_off = HandOff { decider, key };
-    let mut alone = vec![Waiter { ask, reply: None }];
+    let mut alone: Group = smallvec::smallvec![Waiter { ask, reply: None }];
     let outcome = decider.decide_group(key, &mut alone).await;
     drop(hand_off);
     match outcome {

@@ -6,11 +6,10 @@
 
 use std::time::Duration;
 
-use super::combining::{Combiner, Decider, Failure, Waiter};
+use super::combining::{Combiner, Decided, Decider, Failure, Group, Waiter};
 use super::core::CasCore;
 use super::optimistic::Engine;
 use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STALE};
-use crate::decision::Decision;
 use crate::store::{PutCondition, PutOutcome};
 
 /// How long past the lifetime it was written with a state is still
@@ -31,11 +30,7 @@ impl<C: CasCore> Engine<C> {
     ///
     /// When this limiter knows the state stored at `key` and its version
     /// (see [`known`](super::known)), the first attempt skips the read.
-    pub(super) async fn decide(
-        &self,
-        key: &[u8],
-        group: &mut Vec<Waiter>,
-    ) -> Result<Vec<(Decision, Duration)>, Failure> {
+    pub(super) async fn decide(&self, key: &[u8], group: &mut Group) -> Result<Decided, Failure> {
         if let Some(decided) = self.decide_on_known(key, group).await? {
             return Ok(decided);
         }
@@ -45,7 +40,7 @@ impl<C: CasCore> Engine<C> {
             // them yet: leave them out, so they cost nothing.
             group.retain(|waiter| !waiter.gone());
             if group.is_empty() {
-                return Ok(Vec::new());
+                return Ok(Decided::new());
             }
             self.counters.bump(ATTEMPTS);
             let current = self.store().get(key).await.map_err(Failure::Store)?;
@@ -54,7 +49,7 @@ impl<C: CasCore> Engine<C> {
             // it was still waiting as the write was sent.
             group.retain(|waiter| !waiter.gone());
             if group.is_empty() {
-                return Ok(Vec::new());
+                return Ok(Decided::new());
             }
             // Repaired on the first member's time: the state is clamped to
             // what a writer could have stored by then.
@@ -125,11 +120,11 @@ impl<C: CasCore> Engine<C> {
     async fn decide_on_known(
         &self,
         key: &[u8],
-        group: &mut Vec<Waiter>,
-    ) -> Result<Option<Vec<(Decision, Duration)>>, Failure> {
+        group: &mut Group,
+    ) -> Result<Option<Decided>, Failure> {
         group.retain(|waiter| !waiter.gone());
         let Some(first) = group.first() else {
-            return Ok(Some(Vec::new()));
+            return Ok(Some(Decided::new()));
         };
         if !self.known.worth_trying() {
             return Ok(None);
@@ -211,13 +206,9 @@ impl<C: CasCore> Engine<C> {
         &self,
         mut state: Option<C::State>,
         group: &[Waiter],
-    ) -> (
-        Option<C::State>,
-        Option<Duration>,
-        Vec<(Decision, Duration)>,
-    ) {
+    ) -> (Option<C::State>, Option<Duration>, Decided) {
         let mut ttl = None;
-        let mut decided = Vec::with_capacity(group.len());
+        let mut decided = Decided::with_capacity(group.len());
         for waiter in group {
             let step = self.core.apply(state.as_ref(), waiter.ask);
             if let Some((next, lifetime)) = step.write {
@@ -230,7 +221,7 @@ impl<C: CasCore> Engine<C> {
     }
 
     /// Counts a group's decisions as combined when it had more than one.
-    pub(super) fn combined(&self, decided: Vec<(Decision, Duration)>) -> Vec<(Decision, Duration)> {
+    pub(super) fn combined(&self, decided: Decided) -> Decided {
         if decided.len() > 1 {
             self.counters.add(COMBINED, decided.len());
         }
@@ -246,9 +237,8 @@ impl<C: CasCore> Decider for Engine<C> {
     fn decide_group<'a>(
         &'a self,
         key: &'a [u8],
-        group: &'a mut Vec<Waiter>,
-    ) -> impl std::future::Future<Output = Result<Vec<(Decision, Duration)>, Failure>> + Send + 'a
-    {
+        group: &'a mut Group,
+    ) -> impl std::future::Future<Output = Result<Decided, Failure>> + Send + 'a {
         self.decide(key, group)
     }
 }
