@@ -159,10 +159,15 @@ impl WindowCounter {
             Some(cache) => cache.fill(prefix, index, now, &mut counts),
             None => (1..counts.len()).collect(),
         };
-        let reads = read_ages
-            .iter()
-            .map(|&age| self.sibling(prefix, index - age as i64))
-            .collect();
+        // Nothing to read, the common case with the sealed cache: no
+        // collection built.
+        let reads = match read_ages.is_empty() {
+            true => Vec::new(),
+            false => read_ages
+                .iter()
+                .map(|&age| self.sibling(prefix, index - age as i64))
+                .collect(),
+        };
         // Built where it is returned, field by field: a whole `Ask` built
         // first and then returned is copied by a call to `memcpy`.
         Ask {

@@ -17,35 +17,46 @@ pub(crate) struct GcraCore {
     pub(super) limit: i128,
     pub(super) interval: i128,
     pub(super) suffix: String,
+    /// [`tolerance`](Self::tolerance), [`period`](Self::period) and
+    /// [`horizon`](Self::horizon), worked out once: every decision reads
+    /// them, and each is a chain of 128-bit saturating multiplications.
+    tolerance: i128,
+    period: i128,
+    horizon: i128,
 }
 
 impl GcraCore {
     pub(crate) fn new(burst: u64, quota: Quota) -> Self {
         let interval = quota.period().as_nanos() as i128;
+        let limit = i128::from(quota.limit());
+        let tolerance = i128::from(burst).saturating_mul(interval);
+        let period = interval.saturating_mul(limit);
         Self {
             burst,
-            limit: i128::from(quota.limit()),
+            limit,
             interval,
             suffix: parameter_suffix("gcra", &format!("{burst}/{}/{interval}", quota.limit())),
+            tolerance,
+            period,
+            horizon: tolerance.saturating_add(tolerance.max(period)),
         }
     }
 
     /// One period, in scaled units: the longest a reservation may wait.
     pub(super) fn period(&self) -> i128 {
-        self.interval.saturating_mul(self.limit)
+        self.period
     }
 
     /// The furthest ahead of its writer's time a TAT can be, in scaled
     /// units: the burst tolerance, plus the longer of a reservation's
     /// longest wait (one period) and a strict denial's extra tolerance.
     pub(crate) fn horizon(&self) -> i128 {
-        let tolerance = self.tolerance();
-        tolerance.saturating_add(tolerance.max(self.period()))
+        self.horizon
     }
 
     /// The burst tolerance `B·T`, in scaled units.
     pub(super) fn tolerance(&self) -> i128 {
-        i128::from(self.burst).saturating_mul(self.interval)
+        self.tolerance
     }
 
     /// Scaled units to a duration, rounded up.
@@ -59,20 +70,35 @@ impl GcraCore {
 }
 
 /// `a / b`, in 64 bits when both fit, as they do but for extreme quotas:
-/// a 128-bit division costs several times more.
+/// a 128-bit division costs several times more. The 128-bit one is a call
+/// of its own, so that the compiler keeps the two apart rather than
+/// folding them into one 128-bit division.
 pub(super) fn div(a: i128, b: i128) -> i128 {
     match (i64::try_from(a), i64::try_from(b)) {
         (Ok(a), Ok(b)) => i128::from(a / b),
-        _ => a / b,
+        _ => div_wide(a, b),
     }
 }
 
-/// `value as f64`, through 64 bits when it fits.
+#[cold]
+#[inline(never)]
+fn div_wide(a: i128, b: i128) -> i128 {
+    a / b
+}
+
+/// `value as f64`, through 64 bits when it fits, kept apart from the
+/// 128-bit conversion as [`div`] is.
 pub(super) fn to_f64(value: i128) -> f64 {
     match i64::try_from(value) {
         Ok(value) => value as f64,
-        Err(_) => value as f64,
+        Err(_) => to_f64_wide(value),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn to_f64_wide(value: i128) -> f64 {
+    value as f64
 }
 
 /// A stored TAT: an optional `-` and 1 to 39 decimal digits within
