@@ -170,6 +170,7 @@ pub mod quota;
 mod stack_text;
 pub mod store;
 mod timer;
+mod wide;
 
 pub use algorithm::{
     Algorithm, DiscreteRefill, FixedWindow, Gcra, HybridQuota, Sessionize, SlidingLog,

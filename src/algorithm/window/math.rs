@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use super::buckets::Buckets;
 use super::moment::{inside_scaled, Estimator};
+use crate::wide::{div_u128, u128_to_f64};
 
 /// One number per bucket a decision weighs, the current one first: inline
 /// up to 8 (a window of up to 7 sub-windows), so that most decisions
@@ -157,24 +158,14 @@ pub(crate) fn admits(window: &Window, at: Position, limit: u64) -> bool {
 /// rounded down.
 fn remaining(scaled: u128, at: Position, limit: u64) -> u64 {
     let room = (u128::from(limit) * u128::from(at.len)).saturating_sub(scaled);
-    // Mostly within 64 bits, where the division is one instruction rather
-    // than a call.
-    let whole = match u64::try_from(room) {
-        Ok(room) => u128::from(room / at.len),
-        Err(_) => room / u128::from(at.len),
-    };
+    let whole = div_u128(room, u128::from(at.len));
     // At most `limit`, so it fits.
     u64::try_from(whole).unwrap_or(limit)
 }
 
-/// `scaled / len` as a float, converted from 64 bits when it fits (one
-/// instruction rather than a call).
+/// `scaled / len` as a float.
 fn ratio(scaled: u128, len: u64) -> f64 {
-    let scaled = match u64::try_from(scaled) {
-        Ok(scaled) => scaled as f64,
-        Err(_) => scaled as f64,
-    };
-    scaled / len as f64
+    u128_to_f64(scaled) / len as f64
 }
 
 /// The counts of the buckets read, and for packed counters their offset

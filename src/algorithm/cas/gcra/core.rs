@@ -6,6 +6,7 @@ use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
 use crate::algorithm::cas::state_text::push_int;
 use crate::decision::Decision;
 use crate::quota::Quota;
+use crate::wide::{div_i128, i128_to_f64};
 use std::time::Duration;
 
 /// The arithmetic, in units of `1/limit` nanoseconds: one request is
@@ -64,41 +65,9 @@ impl GcraCore {
         if units <= 0 {
             return Duration::ZERO;
         }
-        let nanos = div(units + self.limit - 1, self.limit);
+        let nanos = div_i128(units + self.limit - 1, self.limit);
         Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
     }
-}
-
-/// `a / b`, in 64 bits when both fit, as they do but for extreme quotas:
-/// a 128-bit division costs several times more. The 128-bit one is a call
-/// of its own, so that the compiler keeps the two apart rather than
-/// folding them into one 128-bit division.
-pub(super) fn div(a: i128, b: i128) -> i128 {
-    match (i64::try_from(a), i64::try_from(b)) {
-        (Ok(a), Ok(b)) => i128::from(a / b),
-        _ => div_wide(a, b),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn div_wide(a: i128, b: i128) -> i128 {
-    a / b
-}
-
-/// `value as f64`, through 64 bits when it fits, kept apart from the
-/// 128-bit conversion as [`div`] is.
-pub(super) fn to_f64(value: i128) -> f64 {
-    match i64::try_from(value) {
-        Ok(value) => value as f64,
-        Err(_) => to_f64_wide(value),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn to_f64_wide(value: i128) -> f64 {
-    value as f64
 }
 
 /// A stored TAT: an optional `-` and 1 to 39 decimal digits within
@@ -195,7 +164,7 @@ impl CasCore for GcraCore {
         } else {
             tat
         };
-        let remaining = div(
+        let remaining = div_i128(
             now.saturating_add(tolerance).saturating_sub(after),
             self.interval,
         )
@@ -212,7 +181,7 @@ impl CasCore for GcraCore {
             );
             Decision::denied(self.burst, remaining, reset_after, retry)
         }
-        .with_used(to_f64(after.saturating_sub(now).max(0)) / to_f64(self.interval));
+        .with_used(i128_to_f64(after.saturating_sub(now).max(0)) / i128_to_f64(self.interval));
         Step {
             decision,
             delay: if allowed {
@@ -235,11 +204,12 @@ impl CasCore for GcraCore {
         let after = tat.saturating_sub(cost).max(now).min(tat);
         // How far ahead of `now` the bucket is booked: zero when full.
         let booked = after.saturating_sub(now).max(0);
-        let remaining = div(self.tolerance().saturating_sub(booked), self.interval).max(0) as u64;
+        let remaining =
+            div_i128(self.tolerance().saturating_sub(booked), self.interval).max(0) as u64;
         let reset_after = self.duration(booked);
         Step {
             decision: Decision::allowed(self.burst, remaining, reset_after)
-                .with_used(to_f64(booked) / to_f64(self.interval)),
+                .with_used(i128_to_f64(booked) / i128_to_f64(self.interval)),
             delay: Duration::ZERO,
             write: (after != tat).then_some((after, reset_after)),
         }
