@@ -162,7 +162,7 @@ async fn pairs(
         let mut absent = Vec::with_capacity(key.len() + 4);
         absent.extend_from_slice(b"mg:");
         absent.extend_from_slice(key);
-        if turn % 2 == 0 {
+        if turn.is_multiple_of(2) {
             get(raw, &absent, &mut out).await;
             decide(raw, paired, key, &mut out).await;
         } else {
@@ -330,9 +330,15 @@ pub fn run(mut args: Args) {
                 let end = Instant::now() + Duration::from_secs_f64(args.timing.seconds);
                 let seed = args.seed.wrapping_add(run as u64);
                 let hot = mode == Mode::Hot;
+                let cas = || match &paired {
+                    Paired::Limiter(limiter) => limiter.cas_stats(),
+                    Paired::Increment => Default::default(),
+                };
+                let cas_before = cas();
                 let meter = Meter::start(&address);
                 let out = runtime.block_on(pairs(&raw, &paired, &keys, hot, seed, end));
                 let cost = meter.finish(&address, out.case.len());
+                let cas_after = cas();
                 let quantiles =
                     |h: &Histogram<u64>| QUANTILES.map(|q| h.value_at_quantile(q) as f64 / 1_000.0);
                 let result = RunResult {
@@ -343,8 +349,23 @@ pub fn run(mut args: Args) {
                     counts: out.counts,
                     first_error: out.first_error,
                 };
+                // Compare-and-swap algorithms: of every 100 decisions, how
+                // many were written on a state known without a read, how
+                // many of those found it changed, and how many read.
+                let per_100 = |after: u64, before: u64| {
+                    100.0 * after.saturating_sub(before) as f64 / result.pairs.max(1) as f64
+                };
+                let cas_note = match cas_after.decisions > cas_before.decisions {
+                    true => format!(
+                        ", per 100 decisions: {:.1} on a known state, {:.1} of them stale, {:.1} read first",
+                        per_100(cas_after.known, cas_before.known),
+                        per_100(cas_after.stale, cas_before.stale),
+                        per_100(cas_after.attempts, cas_before.attempts),
+                    ),
+                    false => String::new(),
+                };
                 eprintln!(
-                    "[{:>6.0} s] {mode:?} {} run {}: p50 {:.1} µs (mg {:.1}), ratio {:.3}, p99 ratio {:.3}, p99.9 ratio {:.3}, CPU µs/pair client {:.2} memcached {:.2}, {} pairs, {} errors{}",
+                    "[{:>6.0} s] {mode:?} {} run {}: p50 {:.1} µs (mg {:.1}), ratio {:.3}, p99 ratio {:.3}, p99.9 ratio {:.3}, CPU µs/pair client {:.2} memcached {:.2}, {} pairs, {} errors{}{cas_note}",
                     started.elapsed().as_secs_f64(),
                     kind.name(),
                     run + 1,
