@@ -16,6 +16,9 @@ use std::ops::{Bound, RangeBounds};
 use std::str::FromStr;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::CommandFactory;
+use hdrhistogram::Histogram;
 use memcache_ratelimit::algorithm::CasPolicy;
 
 /// Clients in "many" mode and in the memory measurement.
@@ -166,7 +169,7 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 }
 
 /// The error for an `--only` that selects no case, naming them all.
-pub fn no_case_matched(filter: &str, names: &[String]) -> String {
+fn no_case_matched(filter: &str, names: &[String]) -> String {
     format!(
         "--only {filter:?} matches no case; the cases are: {}",
         names.join(", ")
@@ -214,11 +217,52 @@ pub fn first_error_note(error: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// The cases of `all` that run under `--only filter` ([`selected`]), in
+/// order, with those `always` keeps whatever the filter (a reference
+/// case). A filter that selects none of the others ends the program with
+/// `A`'s usage error, naming every case.
+pub fn select_cases<A: CommandFactory, T>(
+    all: Vec<T>,
+    name: impl Fn(&T) -> String,
+    filter: Option<&str>,
+    always: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    let names: Vec<String> = all.iter().map(&name).collect();
+    let mut chosen = false;
+    let cases: Vec<T> = all
+        .into_iter()
+        .filter(|case| {
+            let picked = selected(&name(case), filter, &names);
+            chosen |= picked && !always(case);
+            picked || always(case)
+        })
+        .collect();
+    if let (false, Some(filter)) = (chosen, filter) {
+        A::command()
+            .error(ErrorKind::InvalidValue, no_case_matched(filter, &names))
+            .exit();
+    }
+    cases
+}
+
+/// A histogram of latencies in nanoseconds, 1 ns to 60 s, to 3
+/// significant digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// Records `elapsed`, `count` times, into a [`latency_histogram`]: at
+/// least 1 ns, and anything past its range as its largest value.
+pub fn record_latency(histogram: &mut Histogram<u64>, elapsed: Duration, count: u64) {
+    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    histogram.saturating_record_n(nanos.max(1), count);
+}
+
 /// Whether the case called `name` runs under `--only filter`, among the
 /// cases called `names`: a whole case name selects that case alone
 /// ("SlidingWindow n=1" is not also n=12); anything else selects every
 /// name containing it, ignoring case.
-pub fn selected(name: &str, filter: Option<&str>, names: &[String]) -> bool {
+fn selected(name: &str, filter: Option<&str>, names: &[String]) -> bool {
     match filter {
         None => true,
         Some(filter) if names.iter().any(|n| n.eq_ignore_ascii_case(filter)) => {

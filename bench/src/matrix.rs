@@ -12,11 +12,10 @@ use crate::cpu::{Meter, PerDecision};
 use crate::server::{self, Memcached};
 use crate::socket;
 use crate::{
-    at_least_one, cas_policy, first_error_note, median, no_case_matched, selected, Counts, Mode,
-    Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    at_least_one, cas_policy, first_error_note, latency_histogram, median, record_latency,
+    select_cases, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
 };
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use memcache::exp::{Arithmetic, AsyncMetaClient, Op};
@@ -208,12 +207,8 @@ impl CaseResult {
     }
 }
 
-fn new_histogram() -> Histogram<u64> {
-    // Nanoseconds, 1 ns to 60 s, 3 significant digits.
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
-}
-
-fn client_keys(prefix: &str) -> Arc<Vec<Vec<u8>>> {
+/// The ids of "many" mode's clients, `<prefix>c0` to `<prefix>c99999`.
+pub(crate) fn client_keys(prefix: &str) -> Arc<Vec<Vec<u8>>> {
     Arc::new(
         (0..MANY_CLIENTS)
             .map(|id| format!("{prefix}c{id}").into_bytes())
@@ -256,11 +251,8 @@ async fn worker(
         }
     };
     let record = |elapsed: Duration, count: u64| {
-        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-        latencies
-            .lock()
-            .expect("no worker panics holding it")
-            .saturating_record_n(nanos.max(1), count);
+        let mut latencies = latencies.lock().expect("no worker panics holding it");
+        record_latency(&mut latencies, elapsed, count);
     };
     while Instant::now() < end {
         match target.as_ref() {
@@ -360,7 +352,7 @@ async fn one_run(
         _ => None,
     };
     let trips_before = pipeline();
-    let latencies: Latencies = Arc::new(Mutex::new(new_histogram()));
+    let latencies: Latencies = Arc::new(Mutex::new(latency_histogram()));
     let meter = Meter::start(address);
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(seconds);
@@ -447,17 +439,8 @@ pub fn run(mut args: Args) {
     if args.ratios_only {
         args.in_flight = vec![RATIO_BASELINE_LEVEL, RATIO_CEILING_LEVEL];
     }
-    let all = kinds();
-    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
-    let kinds: Vec<Kind> = all
-        .into_iter()
-        .filter(|kind| selected(&kind.name(), args.only.as_deref(), &names))
-        .collect();
-    if let (true, Some(only)) = (kinds.is_empty(), &args.only) {
-        Args::command()
-            .error(ErrorKind::InvalidValue, no_case_matched(only, &names))
-            .exit();
-    }
+    let kinds =
+        select_cases::<Args, _>(kinds(), |kind| kind.name(), args.only.as_deref(), |_| false);
     let placement = match &args.server {
         Some(_) => server::Placement {
             pin_server: None,

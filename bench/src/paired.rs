@@ -12,10 +12,10 @@
 //! increment paired the same way, shows how close to 1.0 the method
 //! itself reads.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use hdrhistogram::Histogram;
 use memcache::exp::AsyncMetaClient;
 use memcache_ratelimit::{Error, RateLimiter};
@@ -25,10 +25,11 @@ use rand::{Rng, SeedableRng};
 use crate::algorithm::{Case, Setup};
 use crate::client::{raw_client, store, warm_up_decision};
 use crate::cpu::{Meter, PerDecision};
+use crate::matrix::client_keys;
 use crate::server::{self, Memcached};
 use crate::{
-    cas_policy, first_error_note, median, no_case_matched, selected, Counts, Mode, Modes, Runs,
-    MANY_CLIENTS, RAW_TTL,
+    cas_policy, first_error_note, latency_histogram, median, record_latency, select_cases, Counts,
+    Mode, Modes, Runs, MANY_CLIENTS, RAW_TTL,
 };
 
 /// The connections' I/O timeout, as the matrix's.
@@ -37,7 +38,8 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const WARM_UP_TASKS: usize = 64;
 /// Passes of one decision per client before "many" mode is measured.
 const WARM_UP_PASSES: usize = 2;
-/// The ratio every algorithm's median p50 is held to (issue's goal).
+/// The ratio every algorithm's median p50 is held to (BENCHMARKS.md's
+/// goal for one request in flight).
 pub const GOAL: f64 = 1.1;
 
 /// The options.
@@ -94,7 +96,7 @@ fn kinds() -> Vec<Kind> {
 /// The thing paired with the `mg`.
 enum Paired {
     Increment,
-    Limiter(std::sync::Arc<RateLimiter>),
+    Limiter(Arc<RateLimiter>),
 }
 
 /// A run's two histograms, nanoseconds.
@@ -124,42 +126,29 @@ impl RunResult {
 
 const QUANTILES: [f64; 3] = [0.5, 0.99, 0.999];
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
-}
-
-fn record(histogram: &mut Histogram<u64>, elapsed: Duration) {
-    let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
-    histogram.saturating_record(nanos.max(1));
-}
-
-/// Pairs until `end`: on even pairs the `mg` first, on odd ones the
-/// decision first.
+/// Pairs until `end`, each for one of `keys` chosen at random: on even
+/// pairs the `mg` first, on odd ones the decision first.
 async fn pairs(
     raw: &AsyncMetaClient,
     paired: &Paired,
     keys: &[Vec<u8>],
-    hot: bool,
     seed: u64,
     end: Instant,
 ) -> Pairs {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = Pairs {
-        case: histogram(),
-        get: histogram(),
+        case: latency_histogram(),
+        get: latency_histogram(),
         counts: Counts::default(),
         first_error: None,
     };
+    // The `mg`'s key, written anew for each pair into one buffer: the
+    // client's id under a prefix no case writes, so it is always absent.
+    let mut absent = Vec::new();
     let mut turn = 0u64;
     while Instant::now() < end {
-        let id = if hot {
-            0
-        } else {
-            rng.random_range(0..keys.len())
-        };
-        let key = &keys[id];
-        // An absent key: the raw cases' prefix, which no limiter writes.
-        let mut absent = Vec::with_capacity(key.len() + 4);
+        let key = &keys[rng.random_range(0..keys.len())];
+        absent.clear();
         absent.extend_from_slice(b"mg:");
         absent.extend_from_slice(key);
         if turn.is_multiple_of(2) {
@@ -177,7 +166,7 @@ async fn pairs(
 async fn get(raw: &AsyncMetaClient, key: &[u8], out: &mut Pairs) {
     let start = Instant::now();
     let outcome = raw.get(key).send().await;
-    record(&mut out.get, start.elapsed());
+    record_latency(&mut out.get, start.elapsed(), 1);
     if let Err(error) = outcome {
         out.counts.errors += 1;
         out.first_error.get_or_insert_with(|| error.to_string());
@@ -207,7 +196,7 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
     let elapsed = start.elapsed();
     match outcome {
         Ok(allowed) => {
-            record(&mut out.case, elapsed);
+            record_latency(&mut out.case, elapsed, 1);
             if allowed {
                 out.counts.allowed += 1;
             } else {
@@ -222,7 +211,7 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
 }
 
 /// One decision per client, [`WARM_UP_TASKS`] at a time.
-async fn warm_up(limiter: &std::sync::Arc<RateLimiter>, keys: &std::sync::Arc<Vec<Vec<u8>>>) {
+async fn warm_up(limiter: &Arc<RateLimiter>, keys: &Arc<Vec<Vec<u8>>>) {
     let tasks: Vec<_> = (0..WARM_UP_TASKS)
         .map(|task| {
             let limiter = limiter.clone();
@@ -243,17 +232,8 @@ async fn warm_up(limiter: &std::sync::Arc<RateLimiter>, keys: &std::sync::Arc<Ve
 /// on stderr.
 pub fn run(mut args: Args) {
     args.timing.resolve(args.quick);
-    let all = kinds();
-    let names: Vec<String> = all.iter().map(|kind| kind.name()).collect();
-    let kinds: Vec<Kind> = all
-        .into_iter()
-        .filter(|kind| selected(&kind.name(), args.only.as_deref(), &names))
-        .collect();
-    if let (true, Some(only)) = (kinds.is_empty(), &args.only) {
-        Args::command()
-            .error(ErrorKind::InvalidValue, no_case_matched(only, &names))
-            .exit();
-    }
+    let kinds =
+        select_cases::<Args, _>(kinds(), |kind| kind.name(), args.only.as_deref(), |_| false);
     let placement = server::pin_self_or_reexec();
     let binary = args.memcached.clone().unwrap_or_else(server::find_binary);
     let server = Memcached::start(&binary, placement.pin_server);
@@ -291,28 +271,21 @@ pub fn run(mut args: Args) {
         for &kind in &kinds {
             server.flush_all();
             let (paired, prefix) = match kind {
-                Kind::Increment => (Paired::Increment, "raw:".to_owned()),
+                Kind::Increment => (Paired::Increment, "raw:"),
                 Kind::Limiter(case) => {
                     let setup = Setup {
                         cas_policy: Some(cas_policy()),
                         sealed_clients: Some(MANY_CLIENTS),
                     };
                     let store = runtime.block_on(store(&address, IO_TIMEOUT));
-                    (Paired::Limiter(case.build(store, setup)), String::new())
+                    (Paired::Limiter(case.build(store, setup)), "")
                 }
             };
-            let count = match mode {
-                Mode::Hot => 1,
-                Mode::Many => MANY_CLIENTS,
+            // The clients: one, or the matrix's 100,000.
+            let keys = match mode {
+                Mode::Hot => Arc::new(vec![format!("{prefix}hot").into_bytes()]),
+                Mode::Many => client_keys(prefix),
             };
-            let keys: std::sync::Arc<Vec<Vec<u8>>> = std::sync::Arc::new(
-                (0..count)
-                    .map(|id| match mode {
-                        Mode::Hot => format!("{prefix}hot").into_bytes(),
-                        Mode::Many => format!("{prefix}c{id}").into_bytes(),
-                    })
-                    .collect(),
-            );
             if let (Mode::Many, Paired::Limiter(limiter)) = (mode, &paired) {
                 for pass in 1..=WARM_UP_PASSES {
                     let warm = Instant::now();
@@ -329,14 +302,13 @@ pub fn run(mut args: Args) {
             for run in 0..args.timing.runs {
                 let end = Instant::now() + Duration::from_secs_f64(args.timing.seconds);
                 let seed = args.seed.wrapping_add(run as u64);
-                let hot = mode == Mode::Hot;
                 let cas = || match &paired {
                     Paired::Limiter(limiter) => limiter.cas_stats(),
                     Paired::Increment => Default::default(),
                 };
                 let cas_before = cas();
                 let meter = Meter::start(&address);
-                let out = runtime.block_on(pairs(&raw, &paired, &keys, hot, seed, end));
+                let out = runtime.block_on(pairs(&raw, &paired, &keys, seed, end));
                 let cost = meter.finish(&address, out.case.len());
                 let cas_after = cas();
                 let quantiles =

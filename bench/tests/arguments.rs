@@ -43,6 +43,13 @@ fn the_other_programs_refuse_them_too() {
     let in_process = env!("CARGO_BIN_EXE_in-process");
     refused(in_process, &["--runs", "0"], "at least 1");
     refused(in_process, &["--only", "no such case"], "matches no case");
+    // governor runs whatever the selection: naming it alone selects none.
+    refused(in_process, &["--only", "governor"], "matches no case");
+    let at_one = env!("CARGO_BIN_EXE_latency-at-one");
+    refused(at_one, &["--runs", "0"], "at least 1");
+    refused(at_one, &["--seconds", "0"], "more than 0");
+    refused(at_one, &["--only", "no such case"], "matches no case");
+    refused(at_one, &["--mode", "warm"], "invalid value");
     let cas = env!("CARGO_BIN_EXE_cas-contention");
     refused(cas, &["--in-flight", "0"], "at least 1");
     refused(cas, &["--processes", "1000"], "at most 64");

@@ -2,15 +2,14 @@
 //! algorithm of memcache-ratelimit on its embedded `MemoryStore`, beside
 //! `governor`'s keyed rate limiter in the same run. See `bench/README.md`.
 
-use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 use governor::Quota as GovernorQuota;
 use memcache_ratelimit::{Limiter, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
 use memcache_ratelimit_bench::{
-    first_error_note, median, no_case_matched, selected, Counts, Mode, Modes, Runs, LOG_QUOTA,
-    MANY_CLIENTS, OPEN_PER_MINUTE,
+    first_error_note, median, select_cases, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS,
+    OPEN_PER_MINUTE,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -247,20 +246,13 @@ fn cpu_nanos() -> Option<u64> {
 fn main() {
     let mut args = Args::parse();
     args.timing.resolve(args.quick);
-    let all = kinds();
-    let names: Vec<String> = all.iter().map(|k| k.name()).collect();
-    let kinds: Vec<Kind> = all
-        .into_iter()
-        .filter(|&kind| {
-            // governor always runs, as the reference.
-            kind == Kind::Governor || selected(&kind.name(), args.only.as_deref(), &names)
-        })
-        .collect();
-    if let (1, Some(only)) = (kinds.len(), &args.only) {
-        Args::command()
-            .error(ErrorKind::InvalidValue, no_case_matched(only, &names))
-            .exit();
-    }
+    // governor always runs, as the reference.
+    let kinds = select_cases::<Args, _>(
+        kinds(),
+        |kind| kind.name(),
+        args.only.as_deref(),
+        |&kind| kind == Kind::Governor,
+    );
     let placement = if args.no_pin {
         "not pinned (`--no-pin`)".to_owned()
     } else {

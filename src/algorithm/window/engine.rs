@@ -161,12 +161,13 @@ impl WindowCounter {
         };
         // Nothing to read, the common case with the sealed cache: no
         // collection built.
-        let reads = match read_ages.is_empty() {
-            true => Vec::new(),
-            false => read_ages
+        let reads = if read_ages.is_empty() {
+            Vec::new()
+        } else {
+            read_ages
                 .iter()
                 .map(|&age| self.sibling(prefix, index - age as i64))
-                .collect(),
+                .collect()
         };
         // Built where it is returned, field by field: a whole `Ask` built
         // first and then returned is copied by a call to `memcpy`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::rules::{words, Bucket, Rules};
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
-use crate::algorithm::cas::state_text::push_int;
+use crate::algorithm::cas::state_text::{push_int, LONGEST_I64};
 use crate::quota::Quota;
 
 /// The first word of every stored value: text without it is not this
@@ -51,13 +51,14 @@ impl CasCore for DiscreteRefillCore {
     }
 
     fn encode(&self, bucket: &Bucket) -> Vec<u8> {
-        let mut out = Vec::with_capacity(TAG.len() + 2 * 21);
+        let mut out = Vec::with_capacity(TAG.len() + 2 * (1 + LONGEST_I64));
         self.encode_into(bucket, &mut out);
         out
     }
 
-    /// `dr1 <tokens> <mark>`, decimal; `itoa` rather than `format!`, which
-    /// this runs on every write.
+    /// `dr1 <tokens> <mark>`, decimal, written without `format!` (see
+    /// [`state_text`](crate::algorithm::cas::state_text)): this runs on
+    /// every write.
     fn encode_into(&self, bucket: &Bucket, out: &mut Vec<u8>) {
         out.extend_from_slice(TAG.as_bytes());
         out.push(b' ');
