@@ -217,9 +217,10 @@ pub fn first_error_note(error: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// The cases of `all` that run under `--only filter` ([`selected`]), in
-/// order, with those `always` keeps whatever the filter (a reference
-/// case). A filter that selects none of the others ends the program with
+/// The cases of `all` that run under `--only filter`, in order: a whole
+/// case name selects that case alone, anything else every name containing
+/// it, ignoring case; with them, those `always` keeps whatever the filter
+/// (a reference case). A filter that selects none of the others ends the program with
 /// `A`'s usage error, naming every case.
 pub fn select_cases<A: CommandFactory, T>(
     all: Vec<T>,
