@@ -19,7 +19,7 @@ use std::time::Duration;
 use clap::error::ErrorKind;
 use clap::CommandFactory;
 use hdrhistogram::Histogram;
-use memcache_ratelimit::algorithm::CasPolicy;
+use memcache_ratelimit::algorithm::{CasPolicy, CasStats};
 
 /// Clients in "many" mode and in the memory measurement.
 pub const MANY_CLIENTS: usize = 100_000;
@@ -215,6 +215,28 @@ pub fn first_error_note(error: Option<&str>) -> String {
     error
         .map(|e| format!(" (first error: {e})"))
         .unwrap_or_default()
+}
+
+/// What a compare-and-swap algorithm's progress line ends with: of every
+/// 100 of its `decisions` between the counters `before` and `after`, how
+/// many were written on a state known without a read, how many of those
+/// found it changed or gone (stale), how many of the stale ones found it
+/// gone and wrote it anew without a read, and how many read first. Nothing
+/// for the window algorithms, which never compare and swap.
+pub fn cas_note(before: &CasStats, after: &CasStats, decisions: u64) -> String {
+    if after.decisions <= before.decisions {
+        return String::new();
+    }
+    let per_100 = |after: u64, before: u64| {
+        100.0 * after.saturating_sub(before) as f64 / decisions.max(1) as f64
+    };
+    format!(
+        ", per 100 decisions: {:.1} on a known state, {:.1} of them stale ({:.1} gone), {:.1} read first",
+        per_100(after.known, before.known),
+        per_100(after.stale, before.stale),
+        per_100(after.vanished, before.vanished),
+        per_100(after.attempts, before.attempts),
+    )
 }
 
 /// The cases of `all` that run under `--only filter`, in order: a whole

@@ -12,8 +12,9 @@ use crate::cpu::{Meter, PerDecision};
 use crate::server::{self, Memcached};
 use crate::socket;
 use crate::{
-    at_least_one, cas_policy, first_error_note, latency_histogram, median, record_latency,
-    select_cases, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA, RAW_TTL,
+    at_least_one, cas_note, cas_policy, first_error_note, latency_histogram, median,
+    record_latency, select_cases, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS, OPEN_QUOTA,
+    RAW_TTL,
 };
 use clap::Parser;
 use hdrhistogram::Histogram;
@@ -193,6 +194,8 @@ struct RunResult {
     /// memcached operations per round trip (a batch written at once), for
     /// the limiters; the raw cases set their own.
     ops_per_trip: Option<f64>,
+    /// The compare-and-swap counters' note, see [`cas_note`].
+    cas: String,
 }
 
 struct CaseResult {
@@ -351,7 +354,12 @@ async fn one_run(
         Target::Limiter(_, store) => Some(store.pipeline_stats()),
         _ => None,
     };
+    let cas = || match target.as_ref() {
+        Target::Limiter(limiter, _) => limiter.cas_stats(),
+        _ => Default::default(),
+    };
     let trips_before = pipeline();
+    let cas_before = cas();
     let latencies: Latencies = Arc::new(Mutex::new(latency_histogram()));
     let meter = Meter::start(address);
     let start = Instant::now();
@@ -398,6 +406,7 @@ async fn one_run(
         p50: micros(0.5),
         p99: micros(0.99),
         p999: micros(0.999),
+        cas: cas_note(&cas_before, &cas(), counts.decisions()),
         counts,
         first_error,
     }
@@ -567,7 +576,7 @@ pub fn run(mut args: Args) {
                         args.seed.wrapping_add(run as u64),
                     ));
                     bar.suspend(|| eprintln!(
-                        "[{:>6.0} s] {:?} {} in flight {} run {}: {:.0}/s p50 {:.1} p99 {:.1} p999 {:.1} µs, CPU µs/decision client {:.2} memcached {:.2}, allowed {} denied {} contention {} errors {}{}",
+                        "[{:>6.0} s] {:?} {} in flight {} run {}: {:.0}/s p50 {:.1} p99 {:.1} p999 {:.1} µs, CPU µs/decision client {:.2} memcached {:.2}, allowed {} denied {} contention {} errors {}{}{}",
                         started.elapsed().as_secs_f64(),
                         mode,
                         kind.name(),
@@ -583,7 +592,8 @@ pub fn run(mut args: Args) {
                         result.counts.denied,
                         result.counts.contention,
                         result.counts.errors,
-                        first_error_note(result.first_error.as_deref())
+                        first_error_note(result.first_error.as_deref()),
+                        result.cas,
                     ));
                     runs.push(result);
                     bar.inc(1);

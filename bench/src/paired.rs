@@ -28,8 +28,8 @@ use crate::cpu::{Meter, PerDecision};
 use crate::matrix::client_keys;
 use crate::server::{self, Memcached};
 use crate::{
-    cas_policy, first_error_note, latency_histogram, median, record_latency, select_cases, Counts,
-    Mode, Modes, Runs, MANY_CLIENTS, RAW_TTL,
+    cas_note, cas_policy, first_error_note, latency_histogram, median, record_latency,
+    select_cases, Counts, Mode, Modes, Runs, MANY_CLIENTS, RAW_TTL,
 };
 
 /// The connections' I/O timeout, as the matrix's.
@@ -321,21 +321,7 @@ pub fn run(mut args: Args) {
                     counts: out.counts,
                     first_error: out.first_error,
                 };
-                // Compare-and-swap algorithms: of every 100 decisions, how
-                // many were written on a state known without a read, how
-                // many of those found it changed, and how many read.
-                let per_100 = |after: u64, before: u64| {
-                    100.0 * after.saturating_sub(before) as f64 / result.pairs.max(1) as f64
-                };
-                let cas_note = match cas_after.decisions > cas_before.decisions {
-                    true => format!(
-                        ", per 100 decisions: {:.1} on a known state, {:.1} of them stale, {:.1} read first",
-                        per_100(cas_after.known, cas_before.known),
-                        per_100(cas_after.stale, cas_before.stale),
-                        per_100(cas_after.attempts, cas_before.attempts),
-                    ),
-                    false => String::new(),
-                };
+                let cas_note = cas_note(&cas_before, &cas_after, result.pairs as u64);
                 eprintln!(
                     "[{:>6.0} s] {mode:?} {} run {}: p50 {:.1} µs (mg {:.1}), ratio {:.3}, p99 ratio {:.3}, p99.9 ratio {:.3}, CPU µs/pair client {:.2} memcached {:.2}, {} pairs, {} errors{}{cas_note}",
                     started.elapsed().as_secs_f64(),

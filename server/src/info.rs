@@ -99,6 +99,7 @@ fn write_section(out: &mut String, section: &str, shared: &Shared) {
             line("cas_retries", &limiters.cas_retries);
             line("cas_known", &limiters.cas_known);
             line("cas_stale", &limiters.cas_stale);
+            line("cas_vanished", &limiters.cas_vanished);
             line("sealed_refused", &limiters.sealed_refused);
             if let Some(memcached) = &shared.memcached {
                 let pipeline = memcached.pipeline_stats();

@@ -290,6 +290,7 @@ impl RateLimiter {
             cas_retries: cas.retries,
             cas_known: cas.known,
             cas_stale: cas.stale,
+            cas_vanished: cas.vanished,
             sealed_refused: self.engine.sealed_refused(),
             failures: self.failures.stats(self.repairs.count()),
         }

@@ -43,9 +43,12 @@ pub struct LimiterStats {
     /// knew, without reading it first (see
     /// [`CasPolicy::known_states`](crate::algorithm::CasPolicy::known_states)).
     pub cas_known: u64,
-    /// Of those, the ones that found the state changed by another writer
-    /// (or expired) and read it again.
+    /// Of those, the ones that found the state changed by another writer,
+    /// or gone, and decided again.
     pub cas_stale: u64,
+    /// Of the stale ones, those that found the state gone (expired or
+    /// evicted) and wrote it anew without a read.
+    pub cas_vanished: u64,
     /// Sliding window: clients whose sealed buckets the in-process cache
     /// had no room for, since it was full of clients still read (see
     /// [`sealed_cache`](crate::LimiterBuilder::sealed_cache)). Each of
@@ -75,6 +78,7 @@ impl LimiterStats {
             cas_retries: self.cas_retries + other.cas_retries,
             cas_known: self.cas_known + other.cas_known,
             cas_stale: self.cas_stale + other.cas_stale,
+            cas_vanished: self.cas_vanished + other.cas_vanished,
             sealed_refused: self.sealed_refused + other.sealed_refused,
             failures: FailureStats {
                 absorbed: f.0.absorbed + f.1.absorbed,
@@ -102,6 +106,7 @@ impl LimiterStats {
     /// | `ratelimit_cas_retries_total` | |
     /// | `ratelimit_cas_known_total` | |
     /// | `ratelimit_cas_stale_total` | |
+    /// | `ratelimit_cas_vanished_total` | |
     /// | `ratelimit_sealed_refused_total` | |
     /// | `ratelimit_store_failures_total` | `kind` = `error` or `deadline` |
     /// | `ratelimit_fallbacks_total` | |
@@ -145,6 +150,7 @@ impl LimiterStats {
         set(plain("ratelimit_cas_retries_total"), self.cas_retries);
         set(plain("ratelimit_cas_known_total"), self.cas_known);
         set(plain("ratelimit_cas_stale_total"), self.cas_stale);
+        set(plain("ratelimit_cas_vanished_total"), self.cas_vanished);
         set(plain("ratelimit_sealed_refused_total"), self.sealed_refused);
         set(plain("ratelimit_fallbacks_total"), self.failures.fallbacks);
         set(

@@ -31,7 +31,10 @@
 //!   a decrement stops at 0. Incrementing a value that is not a number is a
 //!   [`Rejected`](crate::store::StoreErrorKind::Rejected) error and reading it as
 //!   a counter is [`NotACounter`](crate::store::StoreErrorKind::NotACounter).
-//! - **Versions** change on every write, counters included.
+//! - **Versions** change on every write, counters included. A write on a
+//!   version tells a key stored at another version
+//!   ([`PutOutcome::Conflict`]) from a key not stored at all
+//!   ([`PutOutcome::Vanished`]), as memcached's `EX` and `NF` do.
 //! - **Routing**: a store spread over several servers places a key by its
 //!   [`routing_prefix`](crate::key::routing_prefix), so all the keys of one
 //!   client share a server and one call is one round trip to one server.
@@ -106,9 +109,14 @@ pub enum PutOutcome {
     /// The value was written.
     Stored,
     /// The condition did not hold: the key exists (for
-    /// [`PutCondition::Absent`]), or it changed or vanished (for
+    /// [`PutCondition::Absent`]), or it is stored at another version (for
     /// [`PutCondition::Version`]). Nothing was written.
     Conflict,
+    /// For [`PutCondition::Version`]: the key is not stored at all any
+    /// more (it expired, was evicted, or was deleted). Nothing was
+    /// written. A writer that knew the state may decide again on no state
+    /// and write with [`PutCondition::Absent`], without reading first.
+    Vanished,
 }
 
 /// The storage contract; see the [module documentation](self) for the rules

@@ -287,6 +287,38 @@ async fn a_value_that_is_not_the_state_is_replaced() {
 }
 
 #[tokio::test]
+async fn a_state_the_store_dropped_is_decided_anew_without_a_read() {
+    for f in fixtures().await {
+        // Only the meta protocol's limiters write on a known state: the
+        // classic protocol's `cas` tells no version, and the memory store
+        // decides in one atomic step.
+        let versions = f.name == "memcached";
+        for cas in all(&f, "3/minute", false) {
+            let name = format!("{} {}", f.name, cas.name);
+            let client = unique_client("dropped");
+            assert_eq!(admitted(&cas.limiter, &client, 2).await, 2, "{name}");
+            // Evicted or expired early: memcached no longer holds it.
+            assert_eq!(f.store.delete(&[cas.key(&client)]).await.unwrap(), 1);
+            let before = cas.stats();
+            let decision = cas.limiter.check(&client).await.unwrap();
+            assert_eq!(
+                (decision.is_allowed(), decision.remaining()),
+                (true, 2),
+                "{name}: decided on a full quota"
+            );
+            let after = cas.stats();
+            let vanished = (after.vanished - before.vanished, after.stale - before.stale);
+            let reads = after.attempts - before.attempts;
+            match versions {
+                true => assert_eq!((vanished, reads), ((1, 1), 0), "{name}"),
+                false => assert_eq!((vanished, reads), ((0, 0), 1), "{name}"),
+            }
+            assert!(f.store.get(&cas.key(&client)).await.unwrap().is_some());
+        }
+    }
+}
+
+#[tokio::test]
 async fn reset_forgets_the_client_and_only_that_client() {
     for f in fixtures().await {
         for cas in all(&f, "2/minute", false) {

@@ -184,11 +184,22 @@ async fn conditional_puts_write_only_when_the_condition_holds() {
             .unwrap();
         assert_eq!(
             missing,
-            PutOutcome::Conflict,
-            "{}: a version put created a key",
+            PutOutcome::Vanished,
+            "{}: a version put on no key",
             f.name
         );
         assert_eq!(f.store.get(&gone).await.unwrap(), None);
+
+        // A key deleted after it was read: gone, not changed.
+        let version = f.store.get(&a).await.unwrap().unwrap().version;
+        assert_eq!(f.store.delete(std::slice::from_ref(&a)).await.unwrap(), 1);
+        let deleted = f
+            .store
+            .put(&a, b"fifth", MINUTE, PutCondition::Version(version))
+            .await
+            .unwrap();
+        assert_eq!(deleted, PutOutcome::Vanished, "{}", f.name);
+        assert_eq!(f.store.get(&a).await.unwrap(), None, "{}", f.name);
     }
 }
 
@@ -333,6 +344,7 @@ async fn expiry_is_set_at_creation_and_never_extended() {
             .put(&value, b"v", ttl, PutCondition::Always)
             .await
             .unwrap();
+        let version = f.store.get(&value).await.unwrap().unwrap().version;
         pass(&f, Duration::from_millis(1_500)).await;
         // Writing to the counter does not push its expiry back.
         let still = f
@@ -353,6 +365,16 @@ async fn expiry_is_set_at_creation_and_never_extended() {
             f.name
         );
         assert_eq!(f.store.get(&value).await.unwrap(), None, "{}", f.name);
+        // A write on the version of an item that expired finds it gone.
+        assert_eq!(
+            f.store
+                .put(&value, b"w", ttl, PutCondition::Version(version))
+                .await
+                .unwrap(),
+            PutOutcome::Vanished,
+            "{}",
+            f.name
+        );
         // A counter that expired starts again from the delta.
         assert_eq!(
             f.store

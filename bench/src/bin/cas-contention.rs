@@ -282,6 +282,7 @@ fn cas_delta(after: CasStats, before: CasStats) -> CasStats {
         combined: after.combined - before.combined,
         known: after.known - before.known,
         stale: after.stale - before.stale,
+        vanished: after.vanished - before.vanished,
     }
 }
 

@@ -128,6 +128,7 @@ fn pipelined_commands_share_memcached_round_trips() {
     );
     assert_eq!(info_field(&served, "cas_known"), commands);
     assert_eq!(info_field(&served, "cas_stale"), 0);
+    assert_eq!(info_field(&served, "cas_vanished"), 0);
     assert_eq!(info_field(&served, "sealed_refused"), 0);
 }
 

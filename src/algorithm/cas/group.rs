@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::combining::{Combiner, Decided, Decider, Failure, Group, Waiter};
 use super::core::CasCore;
 use super::optimistic::Engine;
-use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STALE};
+use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED};
 use crate::store::{PutCondition, PutOutcome};
 
 /// How long past the lifetime it was written with a state is still
@@ -77,10 +77,12 @@ impl<C: CasCore> Engine<C> {
                     return Ok(self.combined(decided));
                 }
             };
-            if self
+            // A version that vanished between the read and this write is
+            // a conflict like any other: the next attempt reads again.
+            let outcome = self
                 .write(key, last, ttl, condition, group[0].ask.now)
-                .await?
-            {
+                .await?;
+            if outcome == PutOutcome::Stored {
                 return Ok(self.combined(decided));
             }
             self.counters.bump(CONFLICTS);
@@ -115,8 +117,13 @@ impl<C: CasCore> Engine<C> {
     /// read after all: the state is not known, the group would write
     /// nothing (its answers must then come from the state as stored), the
     /// known state needs a repair (the read path does it, and counts it),
-    /// or the write found the state changed (anyone wrote since, it
-    /// expired, or it was still there).
+    /// or the write found the state changed (anyone wrote since, or it
+    /// was still there) or gone and then taken again.
+    ///
+    /// A write on the known version that finds the key gone (expired or
+    /// evicted early) decides the group again on no state and writes it
+    /// only if the key is still absent: two store calls, where a read
+    /// would make it three.
     async fn decide_on_known(
         &self,
         key: &[u8],
@@ -149,17 +156,49 @@ impl<C: CasCore> Engine<C> {
             return Ok(None);
         };
         self.counters.bump(KNOWN);
-        let stored = self.write(key, last, ttl, condition, now).await?;
-        self.known.tried(!stored);
-        if stored {
-            return Ok(Some(self.combined(decided)));
+        let outcome = self.write(key, last, ttl, condition, now).await?;
+        // A vanished state costs the write as new what a read would have:
+        // not a reason to stop trying known states.
+        self.known.tried(outcome == PutOutcome::Conflict);
+        match outcome {
+            PutOutcome::Stored => Ok(Some(self.combined(decided))),
+            PutOutcome::Conflict => {
+                self.counters.bump(STALE);
+                Ok(None)
+            }
+            PutOutcome::Vanished => {
+                self.counters.bump(STALE);
+                self.decide_anew(key, group).await
+            }
         }
-        self.counters.bump(STALE);
-        Ok(None)
+    }
+
+    /// After a write on a known version found `key` gone: `group` (those
+    /// still waiting) decided on no state and written only if the key is
+    /// still absent. `None` when the group needs a read after all: it
+    /// would write nothing, or someone wrote the key since.
+    async fn decide_anew(&self, key: &[u8], group: &mut Group) -> Result<Option<Decided>, Failure> {
+        group.retain(|waiter| !waiter.gone());
+        let Some(first) = group.first() else {
+            return Ok(Some(Decided::new()));
+        };
+        let now = first.ask.now;
+        let (state, ttl, decided) = self.apply(None, group);
+        let (Some(ttl), Some(last)) = (ttl, state) else {
+            return Ok(None);
+        };
+        self.counters.bump(VANISHED);
+        match self
+            .write(key, last, ttl, PutCondition::Absent, now)
+            .await?
+        {
+            PutOutcome::Stored => Ok(Some(self.combined(decided))),
+            PutOutcome::Conflict | PutOutcome::Vanished => Ok(None),
+        }
     }
 
     /// Writes `state` at `key` with a lifetime of `ttl` (plus the slack)
-    /// if `condition` holds, at `now`; true when it wrote. The known state
+    /// if `condition` holds, at `now`; whether it wrote, and if not, why. The known state
     /// follows what is stored: the state written with its new version and
     /// the moment the store drops it, or nothing when the write did not go
     /// through, its outcome is unknown, or the store told no version.
@@ -170,7 +209,7 @@ impl<C: CasCore> Engine<C> {
         ttl: Duration,
         condition: PutCondition,
         now: i64,
-    ) -> Result<bool, Failure> {
+    ) -> Result<PutOutcome, Failure> {
         let lifetime = ttl + self.slack;
         let value = self.core.encode(&state);
         let written = self
@@ -184,11 +223,11 @@ impl<C: CasCore> Engine<C> {
                     .and_then(|nanos| now.checked_add(nanos))
                     .unwrap_or(i64::MAX);
                 self.known.remember_until(key, state, version, expires_at);
-                Ok(true)
+                Ok(PutOutcome::Stored)
             }
             Ok((outcome, _)) => {
                 self.known.forget(key);
-                Ok(outcome == PutOutcome::Stored)
+                Ok(outcome)
             }
             Err(error) => {
                 self.known.forget(key);

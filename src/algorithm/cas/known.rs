@@ -8,10 +8,12 @@
 //! version of that write ([`Store::put_versioned`]), the read would return
 //! exactly what the limiter already knows. So the decision is made on the
 //! known state and written on its version at once: one store call instead
-//! of two. The compare-and-swap keeps it exact: if anyone wrote since (or
-//! the item expired, was evicted or deleted), the write fails, nothing is
-//! written, and the decision is made again on a fresh read, as after any
-//! conflict.
+//! of two. The compare-and-swap keeps it exact: if anyone wrote since, the
+//! write fails, nothing is written, and the decision is made again on a
+//! fresh read, as after any conflict. If the item is gone (it expired, was
+//! evicted or deleted), the store says so, and the decision is made again
+//! on no state and written only if the key is still absent: two calls, no
+//! read.
 //!
 //! A decision that writes nothing (a denial that leaves the state as it
 //! was) is never answered from a known state: nothing would check that the
@@ -20,10 +22,11 @@
 //! as without this cache, and the state it read becomes the known one.
 //!
 //! A known state pays while it is usually still current: a fresh one saves
-//! a read, a stale one costs a failed write before the read. Where other
+//! a read, a changed one costs a failed write before the read, and a gone
+//! one costs what a read would have. Where other
 //! processes write the same keys as often as this one (a fleet that spreads
 //! each client over its instances), most would be stale, so the limiter
-//! watches the share of stale ones among its recent tries and, while more
+//! watches the share of changed ones among its recent tries and, while more
 //! than half are stale, tries only one decision in 16 on a known state, to
 //! notice when they would pay again.
 //!

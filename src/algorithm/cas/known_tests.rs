@@ -81,6 +81,53 @@ async fn a_deleted_state_is_not_believed() {
 }
 
 #[tokio::test]
+async fn a_state_that_vanished_is_written_anew_without_a_read() {
+    let store = counting();
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&limiter, 4).await, Some(6));
+    // Expired or evicted early, behind the limiter's back: the write on the
+    // known version finds no key, so the group is decided on no state and
+    // written as new, without reading what is not there.
+    store.delete(&[limiter.key(b"c")]).await.unwrap();
+    assert_eq!(remaining(&limiter, 2).await, Some(8));
+    let calls = store.calls();
+    assert_eq!(
+        (calls.gets, calls.puts),
+        (1, 3),
+        "a failed write and a write as new, no read"
+    );
+    let stats = limiter.stats();
+    assert_eq!((stats.known, stats.stale, stats.vanished), (1, 1, 1));
+    assert_eq!(
+        store.get(&limiter.key(b"c")).await.unwrap().unwrap().value,
+        b"2"
+    );
+    // Known again from that write: the next decision needs no read either.
+    assert_eq!(remaining(&limiter, 1).await, Some(7));
+    assert_eq!(store.calls().gets, 2);
+}
+
+#[tokio::test]
+async fn a_state_that_vanished_and_came_back_is_read_and_nothing_is_lost() {
+    let store = counting();
+    let one = limiter_on(store.clone(), Count { limit: 10 });
+    let other = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&one, 4).await, Some(6));
+    store.delete(&[one.key(b"c")]).await.unwrap();
+    // Another process writes the key anew before `one` comes back.
+    assert_eq!(remaining(&other, 7).await, Some(3));
+    // `one`'s write on its known version finds the key changed, not gone:
+    // it reads, and decides on what the other process wrote.
+    assert_eq!(remaining(&one, 2).await, Some(1));
+    let stats = one.stats();
+    assert_eq!((stats.known, stats.stale, stats.vanished), (1, 1, 0));
+    assert_eq!(
+        store.get(&one.key(b"c")).await.unwrap().unwrap().value,
+        b"9"
+    );
+}
+
+#[tokio::test]
 async fn a_reset_forgets_and_no_known_states_means_every_decision_reads() {
     let store = counting();
     let limiter = limiter_on(store.clone(), Count { limit: 10 });

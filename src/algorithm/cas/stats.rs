@@ -42,9 +42,14 @@ pub struct CasStats {
     pub known: u64,
     /// Of the `known` attempts, those whose write found the state changed
     /// (another writer came first, or the item expired or was evicted):
-    /// nothing was written, and the group read and decided again. Not
-    /// counted in `conflicts`.
+    /// nothing was written, and the group decided again. Not counted in
+    /// `conflicts`.
     pub stale: u64,
+    /// Of the `stale` attempts, those whose write found the key gone
+    /// (expired, evicted or deleted): the group was decided again on no
+    /// state and written as new, without a read, so a client that returns
+    /// just as its state expires costs two store calls, not three.
+    pub vanished: u64,
 }
 
 /// The counters behind [`CasStats`], by index.
@@ -57,9 +62,10 @@ pub(super) const REPLACED: usize = 5;
 pub(super) const COMBINED: usize = 6;
 pub(super) const KNOWN: usize = 7;
 pub(super) const STALE: usize = 8;
+pub(super) const VANISHED: usize = 9;
 
 #[derive(Debug, Default)]
-pub(super) struct Counters([AtomicU64; 9]);
+pub(super) struct Counters([AtomicU64; 10]);
 
 impl Counters {
     pub(super) fn bump(&self, index: usize) {
@@ -82,6 +88,7 @@ impl Counters {
             combined: n(COMBINED),
             known: n(KNOWN),
             stale: n(STALE),
+            vanished: n(VANISHED),
         }
     }
 }

@@ -207,13 +207,16 @@ impl Store for MemoryStore {
         let mut shard = self.shard(hashed);
         shard.reclaim(now);
         let current = shard.live(hashed, now).map(|item| item.version);
-        let allowed = match condition {
-            PutCondition::Always => true,
-            PutCondition::Absent => current.is_none(),
-            PutCondition::Version(version) => current == Some(version),
+        let refused = match (condition, current) {
+            (PutCondition::Version(_), None) => Some(PutOutcome::Vanished),
+            (PutCondition::Version(version), Some(current)) if current != version => {
+                Some(PutOutcome::Conflict)
+            }
+            (PutCondition::Absent, Some(_)) => Some(PutOutcome::Conflict),
+            _ => None,
         };
-        if !allowed {
-            return Ok((PutOutcome::Conflict, None));
+        if let Some(outcome) = refused {
+            return Ok((outcome, None));
         }
         let version = shard.next_version();
         shard.write(hashed, New::Bytes(value), version, Self::expiry(now, ttl));

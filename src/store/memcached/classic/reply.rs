@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use crate::error::{StoreError, StoreErrorKind};
-use crate::store::counter_digits;
 use crate::store::memcached::connection::{protocol, Connection};
+use crate::store::{counter_digits, PutOutcome};
 
 /// Appends `parts` separated by spaces and ended by `\r\n`.
 pub(super) fn command(request: &mut Vec<u8>, parts: &[&[u8]]) {
@@ -80,12 +80,15 @@ pub(super) async fn arithmetic(connection: &mut Connection) -> Result<Option<u64
 }
 
 /// The reply to a storage command: whether it stored (`STORED`), or not
-/// (`NOT_STORED`, `EXISTS`, `NOT_FOUND`).
-pub(super) async fn stored(connection: &mut Connection) -> Result<bool, StoreError> {
+/// because the condition failed (`NOT_STORED`, `EXISTS`) or the key of a
+/// `cas` is gone (`NOT_FOUND`).
+pub(super) async fn stored(connection: &mut Connection) -> Result<PutOutcome, StoreError> {
     let line = connection.next_line().await?;
     match line {
-        b"STORED" => Ok(true),
-        b"NOT_STORED" | b"EXISTS" | b"NOT_FOUND" => Ok(false),
+        b"STORED" => Ok(PutOutcome::Stored),
+        // `NOT_FOUND` only answers `cas`: the key is gone.
+        b"NOT_FOUND" => Ok(PutOutcome::Vanished),
+        b"NOT_STORED" | b"EXISTS" => Ok(PutOutcome::Conflict),
         _ => Err(unexpected("a storage command", line)),
     }
 }

@@ -70,7 +70,7 @@ impl Store for ClassicStore {
                     let mut add = Vec::new();
                     reply::storage(&mut add, b"add", &key, ttl, delta_text.as_bytes(), None);
                     connection.send(&add).await?;
-                    if reply::stored(&mut connection).await? {
+                    if reply::stored(&mut connection).await? == PutOutcome::Stored {
                         value = Some(delta);
                     } else {
                         // Another process created it first: add to theirs.
@@ -180,19 +180,16 @@ impl Store for ClassicStore {
                 reply::storage(&mut request, b"cas", key, ttl, value, Some(version))
             }
         }
-        let stored = self
+        let outcome = self
             .with_connection(self.home(key), true, move |mut connection| async move {
                 {
                     connection.send(&request).await?;
                 }
-                let stored = reply::stored(&mut connection).await?;
-                Ok((connection, stored))
+                let outcome = reply::stored(&mut connection).await?;
+                Ok((connection, outcome))
             })
             .await?;
-        Ok(match stored {
-            true => (PutOutcome::Stored, None),
-            false => (PutOutcome::Conflict, None),
-        })
+        Ok((outcome, None))
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

@@ -325,7 +325,9 @@ impl MetaStore {
         request.set(key, value, wire_ttl(ttl), condition);
         Ok(match only(self.exchange(key, &[], request).await?)? {
             Reply::Done { cas } => (PutOutcome::Stored, cas),
-            Reply::NotStored | Reply::Exists | Reply::NotFound => (PutOutcome::Conflict, None),
+            // `NF` only answers a compare (`C`): the key is gone.
+            Reply::NotFound => (PutOutcome::Vanished, None),
+            Reply::NotStored | Reply::Exists => (PutOutcome::Conflict, None),
             _ => return Err(out_of_kind("write").ambiguous()),
         })
     }
