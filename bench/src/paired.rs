@@ -12,6 +12,8 @@
 //! increment paired the same way, shows how close to 1.0 the method
 //! itself reads.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,6 +40,16 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const WARM_UP_TASKS: usize = 64;
 /// Passes of one decision per client before "many" mode is measured.
 const WARM_UP_PASSES: usize = 2;
+
+/// In "many" mode, how long pairs run untimed after the warm-up, before
+/// the timed runs. The warm-up writes every client's state within a few
+/// seconds, so those states' lifetimes all end together; the
+/// compare-and-swap algorithms' first returns then find them just gone
+/// (a third of their decisions, against a tenth later). Longer than a
+/// state's lifetime (the limiters' 1.1 s of slack, rounded up to whole
+/// seconds) and the 2 s the limiter allows memcached past it, so the
+/// timed runs see the steady state of one request at a time.
+const SETTLE: Duration = Duration::from_secs(6);
 /// The ratio every algorithm's median p50 is held to (BENCHMARKS.md's
 /// goal for one request in flight).
 pub const GOAL: f64 = 1.1;
@@ -75,6 +87,10 @@ pub struct Args {
 enum Kind {
     /// A bare increment of the client's counter: the method's control.
     Increment,
+    /// A bare compare-and-swap write of a state the size of a token
+    /// bucket's on the version the last one returned: what memcached's
+    /// side of a compare-and-swap decision costs, the second control.
+    CasWrite,
     Limiter(Case),
 }
 
@@ -82,13 +98,15 @@ impl Kind {
     fn name(self) -> String {
         match self {
             Kind::Increment => "bare increment".into(),
+            Kind::CasWrite => "bare compare-and-swap write".into(),
             Kind::Limiter(case) => case.name(),
         }
     }
 }
 
 fn kinds() -> Vec<Kind> {
-    std::iter::once(Kind::Increment)
+    [Kind::Increment, Kind::CasWrite]
+        .into_iter()
         .chain(Case::ALL.into_iter().map(Kind::Limiter))
         .collect()
 }
@@ -96,8 +114,14 @@ fn kinds() -> Vec<Kind> {
 /// The thing paired with the `mg`.
 enum Paired {
     Increment,
+    /// The version each key's last write returned.
+    CasWrite(RefCell<HashMap<Vec<u8>, u64>>),
     Limiter(Arc<RateLimiter>),
 }
+
+/// The state [`Paired::CasWrite`] writes: a token bucket's, tokens and
+/// unix nanoseconds.
+const CAS_WRITE_STATE: &[u8] = b"999999999.25 1795000000123456789";
 
 /// A run's two histograms, nanoseconds.
 struct Pairs {
@@ -184,6 +208,7 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
             .await
             .map(|_| true)
             .map_err(|error| error.to_string()),
+        Paired::CasWrite(versions) => cas_write(raw, versions, key).await,
         Paired::Limiter(limiter) => match limiter.check(key).await {
             Ok(decision) => Ok(decision.is_allowed()),
             Err(Error::Contention { .. }) => {
@@ -207,6 +232,39 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
             out.counts.errors += 1;
             out.first_error.get_or_insert(error);
         }
+    }
+}
+
+/// Writes [`CAS_WRITE_STATE`] at `key` on the version its last write
+/// returned, as new if there is none, and keeps the new version; a write
+/// that finds the key changed or gone writes again unconditionally.
+async fn cas_write(
+    raw: &AsyncMetaClient,
+    versions: &RefCell<HashMap<Vec<u8>, u64>>,
+    key: &[u8],
+) -> Result<bool, String> {
+    let known = versions.borrow().get(key).copied();
+    let write = raw.set(key, CAS_WRITE_STATE).ttl_raw(RAW_TTL).return_cas();
+    let write = match known {
+        Some(version) => write.compare_cas(version),
+        None => write.add(),
+    };
+    let mut written = write.send().await.map_err(|error| error.to_string())?;
+    if !written.applied() {
+        written = raw
+            .set(key, CAS_WRITE_STATE)
+            .ttl_raw(RAW_TTL)
+            .return_cas()
+            .send()
+            .await
+            .map_err(|error| error.to_string())?;
+    }
+    match written.cas {
+        Some(version) => {
+            versions.borrow_mut().insert(key.to_vec(), version);
+            Ok(true)
+        }
+        None => Err("a write returned no version".into()),
     }
 }
 
@@ -260,7 +318,7 @@ pub fn run(mut args: Args) {
         args.timing.runs, args.timing.seconds, args.seed
     );
     println!("- the limiters as in the matrix: quota 1000000000/minute (SlidingLog 10000/minute, its maximum; moment 100000000/minute), defaults but the CAS policy and the sealed cache sized for 100,000 clients");
-    println!("- \"many\" mode: {WARM_UP_PASSES} warm-up passes of one decision per client before the runs");
+    println!("- \"many\" mode: {WARM_UP_PASSES} warm-up passes of one decision per client, then {} s of untimed pairs, before the runs", SETTLE.as_secs());
     println!();
 
     let raw = runtime.block_on(raw_client(&address, IO_TIMEOUT));
@@ -272,6 +330,7 @@ pub fn run(mut args: Args) {
             server.flush_all();
             let (paired, prefix) = match kind {
                 Kind::Increment => (Paired::Increment, "raw:"),
+                Kind::CasWrite => (Paired::CasWrite(RefCell::default()), "raw:"),
                 Kind::Limiter(case) => {
                     let setup = Setup {
                         cas_policy: Some(cas_policy()),
@@ -298,13 +357,41 @@ pub fn run(mut args: Args) {
                     );
                 }
             }
+            if let (Mode::Many, Paired::CasWrite(versions)) = (mode, &paired) {
+                // Every key written once, so that the runs write on known
+                // versions, as the limiters' do after their warm-up.
+                let warm = Instant::now();
+                let errors = runtime.block_on(async {
+                    let mut errors = 0;
+                    for key in keys.iter() {
+                        errors += usize::from(cas_write(&raw, versions, key).await.is_err());
+                    }
+                    errors
+                });
+                eprintln!(
+                    "[{:>6.0} s] {mode:?} {}: warm-up pass, {:.1} s, {errors} errors",
+                    started.elapsed().as_secs_f64(),
+                    kind.name(),
+                    warm.elapsed().as_secs_f64()
+                );
+            }
+            if mode == Mode::Many {
+                let settle = Instant::now();
+                runtime.block_on(pairs(&raw, &paired, &keys, !args.seed, settle + SETTLE));
+                eprintln!(
+                    "[{:>6.0} s] {mode:?} {}: {:.0} s of untimed pairs to settle",
+                    started.elapsed().as_secs_f64(),
+                    kind.name(),
+                    settle.elapsed().as_secs_f64()
+                );
+            }
             let mut runs = Vec::new();
             for run in 0..args.timing.runs {
                 let end = Instant::now() + Duration::from_secs_f64(args.timing.seconds);
                 let seed = args.seed.wrapping_add(run as u64);
                 let cas = || match &paired {
                     Paired::Limiter(limiter) => limiter.cas_stats(),
-                    Paired::Increment => Default::default(),
+                    Paired::Increment | Paired::CasWrite(_) => Default::default(),
                 };
                 let cas_before = cas();
                 let meter = Meter::start(&address);

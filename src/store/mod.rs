@@ -10,7 +10,7 @@
 //! | [`Store::decrement`] | `ma MD` | subtract, saturating at 0; a missing counter stays missing |
 //! | [`Store::get_counters`] | `mg` per key, pipelined | read counters; a missing key is `None` |
 //! | [`Store::get`] | `mg v c` | read raw bytes with their version (CAS token) |
-//! | [`Store::put_versioned`] | `ms` (`MA` add, or `C` compare) with `c` | write if absent, or if the version still matches, or always; the written item's version |
+//! | [`Store::put_versioned`] | `ms` (`ME` add, or `C` compare, or both pipelined) with `c` | write if absent, or if the version still matches, or either, or always; the written item's version |
 //! | [`Store::put`] | the same | the same, without the version |
 //! | [`Store::delete`] | `md`, pipelined | remove keys |
 //!
@@ -99,6 +99,12 @@ pub enum PutCondition {
     Absent,
     /// Only if the item is still at this version (memcached `cas`).
     Version(u64),
+    /// Only if the item is still at this version or is not stored at all:
+    /// on memcached a `cas` and an `add` in one round trip, of which at
+    /// most one writes. For a writer that knows the state at this version
+    /// and would write the same had it found none: one whose state may
+    /// just have expired.
+    VersionOrAbsent(u64),
     /// Unconditionally (memcached `set`).
     Always,
 }

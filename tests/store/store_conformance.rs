@@ -200,6 +200,31 @@ async fn conditional_puts_write_only_when_the_condition_holds() {
             .unwrap();
         assert_eq!(deleted, PutOutcome::Vanished, "{}", f.name);
         assert_eq!(f.store.get(&a).await.unwrap(), None, "{}", f.name);
+
+        // On a version or absent: writes on no key, and on the version...
+        let either = |v: &'static [u8], version| {
+            f.store
+                .put(&a, v, MINUTE, PutCondition::VersionOrAbsent(version))
+        };
+        assert_eq!(either(b"sixth", version).await.unwrap(), PutOutcome::Stored);
+        let sixth = f.store.get(&a).await.unwrap().unwrap();
+        assert_eq!(sixth.value, b"sixth", "{}", f.name);
+        assert_eq!(
+            either(b"seventh", sixth.version).await.unwrap(),
+            PutOutcome::Stored,
+            "{}",
+            f.name
+        );
+        let seventh = f.store.get(&a).await.unwrap().unwrap();
+        assert_eq!(seventh.value, b"seventh", "{}", f.name);
+        // ...but not on another version.
+        assert_eq!(
+            either(b"eighth", sixth.version).await.unwrap(),
+            PutOutcome::Conflict,
+            "{}",
+            f.name
+        );
+        assert_eq!(f.store.get(&a).await.unwrap().unwrap(), seventh);
     }
 }
 
@@ -238,6 +263,26 @@ async fn a_versioned_put_returns_the_version_a_read_then_finds() {
             .unwrap();
         assert_eq!((outcome, none), (PutOutcome::Conflict, None), "{}", f.name);
         assert_eq!(f.store.get(&a).await.unwrap().unwrap().value, b"two");
+        // On a version or absent, the version written either way.
+        let (outcome, on_version) = f
+            .store
+            .put_versioned(&a, b"four", MINUTE, PutCondition::VersionOrAbsent(next))
+            .await
+            .unwrap();
+        assert_eq!(outcome, PutOutcome::Stored, "{}", f.name);
+        assert_eq!(
+            on_version,
+            Some(f.store.get(&a).await.unwrap().unwrap().version)
+        );
+        f.store.delete(std::slice::from_ref(&a)).await.unwrap();
+        let (outcome, as_new) = f
+            .store
+            .put_versioned(&a, b"five", MINUTE, PutCondition::VersionOrAbsent(next))
+            .await
+            .unwrap();
+        assert_eq!(outcome, PutOutcome::Stored, "{}", f.name);
+        let five = f.store.get(&a).await.unwrap().unwrap();
+        assert_eq!((as_new, five.value), (Some(five.version), b"five".to_vec()));
     }
 }
 

@@ -283,6 +283,7 @@ fn cas_delta(after: CasStats, before: CasStats) -> CasStats {
         known: after.known - before.known,
         stale: after.stale - before.stale,
         vanished: after.vanished - before.vanished,
+        either: after.either - before.either,
     }
 }
 

@@ -9,15 +9,26 @@ use std::time::Duration;
 use super::combining::{Combiner, Decided, Decider, Failure, Group, Waiter};
 use super::core::CasCore;
 use super::optimistic::Engine;
-use super::stats::{ATTEMPTS, COMBINED, CONFLICTS, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED};
-use crate::store::{PutCondition, PutOutcome};
+use super::stats::{
+    ATTEMPTS, COMBINED, CONFLICTS, EITHER, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED,
+};
+use crate::store::{ttl_secs, PutCondition, PutOutcome};
 
-/// How long past the lifetime it was written with a state is still
-/// thought to be stored: memcached counts lifetimes in whole seconds on
-/// a clock of its own that ticks once a second, so an item can outlive
-/// its lifetime by up to about a second. Misjudging it only costs a write
-/// that fails and a read.
+/// How long past the lifetime it was stored with (in whole seconds, as
+/// every store keeps it) a state is still thought to be stored: memcached
+/// counts lifetimes on a clock of its own that ticks once a second, so an
+/// item can outlive its lifetime by up to about a second. Judging a state
+/// gone too early costs an add that fails, a read and a write; too late,
+/// only the add beside the write on its version (see [`EXPIRY_EARLY`]).
 const EXPIRY_MARGIN: Duration = Duration::from_secs(2);
+
+/// How long before the end of the lifetime it was stored with a state
+/// may already be gone: memcached's clock, which starts the lifetime,
+/// ticks once a second, so an item is kept up to a second less. In that
+/// span, and until [`EXPIRY_MARGIN`] past the lifetime, a state that
+/// decides as no state would is written on its version or as new, in one
+/// round trip.
+const EXPIRY_EARLY: Duration = Duration::from_secs(1);
 
 impl<C: CasCore> Engine<C> {
     /// The optimistic loop for one group: read, decide every member in
@@ -156,6 +167,21 @@ impl<C: CasCore> Engine<C> {
             return Ok(None);
         };
         self.counters.bump(KNOWN);
+        let may_be_gone = expires_at
+            .checked_sub(EXPIRY_EARLY.as_nanos() as i64)
+            .is_none_or(|early| now > early);
+        let condition = match condition {
+            // Memcached may just have dropped it, and the group decides as
+            // it would on no state: written on the version or, if the key
+            // is gone, as new, in one round trip.
+            PutCondition::Version(version)
+                if may_be_gone && self.decides_as_new(group, &last, &decided) =>
+            {
+                self.counters.bump(EITHER);
+                PutCondition::VersionOrAbsent(version)
+            }
+            condition => condition,
+        };
         let outcome = self.write(key, last, ttl, condition, now).await?;
         // A vanished state costs the write as new what a read would have:
         // not a reason to stop trying known states.
@@ -171,6 +197,16 @@ impl<C: CasCore> Engine<C> {
                 self.decide_anew(key, group).await
             }
         }
+    }
+
+    /// Whether `group`, decided on no state, gives the same decisions and
+    /// writes the same state as it did on the known one (`last`,
+    /// `decided`): then either write is right.
+    fn decides_as_new(&self, group: &[Waiter], last: &C::State, decided: &Decided) -> bool {
+        let (fresh, ttl, fresh_decided) = self.apply(None, group);
+        ttl.is_some()
+            && fresh_decided == *decided
+            && fresh.is_some_and(|fresh| self.core.encode(&fresh) == self.core.encode(last))
     }
 
     /// After a write on a known version found `key` gone: `group` (those
@@ -218,7 +254,9 @@ impl<C: CasCore> Engine<C> {
             .await;
         match written {
             Ok((PutOutcome::Stored, Some(version))) => {
-                let expires_at = i64::try_from(lifetime.as_nanos())
+                // The store keeps it for whole seconds, rounded up.
+                let kept = Duration::from_secs(ttl_secs(lifetime));
+                let expires_at = i64::try_from(kept.as_nanos())
                     .ok()
                     .and_then(|nanos| now.checked_add(nanos))
                     .unwrap_or(i64::MAX);

@@ -228,3 +228,58 @@ async fn a_state_past_its_lifetime_is_written_anew_without_a_read() {
     assert_eq!(step(&one, 1, at(&clock) + 72_000_000_000).await, Some(0));
     assert_eq!(one.stats().stale, 1);
 }
+
+#[tokio::test]
+async fn a_state_that_may_just_have_expired_costs_one_call_either_way() {
+    use crate::clock::Clock;
+    use crate::ManualClock;
+    let clock = ManualClock::from_unix_secs(1_000_000);
+    let store = Arc::new(CountingStore::new(MemoryStore::with_clock(clock.clone())));
+    let limiter = limiter_on(store.clone(), Count { limit: 10 });
+    let at = |clock: &ManualClock| clock.unix_nanos().unwrap();
+    let step = |cost, now| {
+        let limiter = Arc::clone(&limiter);
+        async move {
+            let (decision, _) = limiter.step(b"c", cost, now, Duration::ZERO).await.unwrap();
+            decision.is_allowed().then(|| decision.remaining())
+        }
+    };
+    let puts = || store.calls().puts;
+    let gets = || store.calls().gets;
+    // Nothing used, once the cost is given back: a state that decides as
+    // no state would. Written for 60 s plus the slack of 11 s.
+    assert_eq!(step(2, at(&clock)).await, Some(8));
+    limiter.refund(b"c", 2, at(&clock)).await.unwrap();
+    let (puts_before, gets_before) = (puts(), gets());
+
+    // Half a second before its lifetime ends, memcached may have dropped
+    // it already (its clock counts whole seconds); here it has not. One
+    // call: the write on its version, with the add beside it.
+    clock.advance(Duration::from_millis(70_500));
+    assert_eq!(step(2, at(&clock)).await, Some(8));
+    assert_eq!((puts() - puts_before, gets() - gets_before), (1, 0));
+    limiter.refund(b"c", 2, at(&clock)).await.unwrap();
+    let puts_before = puts_before + 1;
+
+    // Half a second past it, it is gone (the store counts whole seconds
+    // too), and the limiter still allows 2 s for it: one call again, the
+    // add writing.
+    clock.advance(Duration::from_millis(71_500));
+    assert_eq!(step(3, at(&clock)).await, Some(7));
+    assert_eq!((puts() - puts_before, gets() - gets_before), (2, 0));
+    let stats = limiter.stats();
+    assert_eq!((stats.either, stats.stale, stats.vanished), (2, 0, 0));
+    assert_eq!(
+        store.get(&limiter.key(b"c")).await.unwrap().unwrap().value,
+        b"3"
+    );
+    let gets_before = gets_before + 1; // the read just above
+
+    // A state that decides otherwise than no state (3 used) is written
+    // on its version alone: gone, it is decided again and added.
+    clock.advance(Duration::from_millis(71_500));
+    assert_eq!(step(1, at(&clock)).await, Some(9));
+    assert_eq!((puts() - puts_before, gets() - gets_before), (4, 0));
+    let stats = limiter.stats();
+    assert_eq!((stats.either, stats.stale, stats.vanished), (2, 1, 1));
+}

@@ -92,7 +92,9 @@ impl CasPolicy {
     /// memcached's meta protocol does, the classic protocol does not). It
     /// stays exact: a write on a version that is no longer current fails,
     /// and the decision is made again on a fresh read
-    /// ([`CasStats::stale`](crate::algorithm::CasStats::stale)). A
+    /// ([`CasStats::stale`](crate::algorithm::CasStats::stale)), or, when
+    /// the key is gone, on no state, written only if the key is still
+    /// absent ([`CasStats::vanished`](crate::algorithm::CasStats::vanished)). A
     /// decision that would write nothing always reads. The default is
     /// [`DEFAULT_KNOWN_STATES`].
     ///

@@ -50,6 +50,11 @@ pub struct CasStats {
     /// state and written as new, without a read, so a client that returns
     /// just as its state expires costs two store calls, not three.
     pub vanished: u64,
+    /// Of the `known` attempts, those whose state memcached may just have
+    /// dropped (within a second of its lifetime's end, on memcached's
+    /// whole-second clock) and which decide as if there were none: written
+    /// on the version or, if the key is gone, as new, in one round trip.
+    pub either: u64,
 }
 
 /// The counters behind [`CasStats`], by index.
@@ -63,9 +68,10 @@ pub(super) const COMBINED: usize = 6;
 pub(super) const KNOWN: usize = 7;
 pub(super) const STALE: usize = 8;
 pub(super) const VANISHED: usize = 9;
+pub(super) const EITHER: usize = 10;
 
 #[derive(Debug, Default)]
-pub(super) struct Counters([AtomicU64; 10]);
+pub(super) struct Counters([AtomicU64; 11]);
 
 impl Counters {
     pub(super) fn bump(&self, index: usize) {
@@ -89,6 +95,7 @@ impl Counters {
             known: n(KNOWN),
             stale: n(STALE),
             vanished: n(VANISHED),
+            either: n(EITHER),
         }
     }
 }

@@ -212,6 +212,9 @@ impl Store for MemoryStore {
             (PutCondition::Version(version), Some(current)) if current != version => {
                 Some(PutOutcome::Conflict)
             }
+            (PutCondition::VersionOrAbsent(version), Some(current)) if current != version => {
+                Some(PutOutcome::Conflict)
+            }
             (PutCondition::Absent, Some(_)) => Some(PutOutcome::Conflict),
             _ => None,
         };

@@ -179,13 +179,25 @@ impl Store for ClassicStore {
             PutCondition::Version(version) => {
                 reply::storage(&mut request, b"cas", key, ttl, value, Some(version))
             }
+            PutCondition::VersionOrAbsent(version) => {
+                reply::storage(&mut request, b"cas", key, ttl, value, Some(version));
+                reply::storage(&mut request, b"add", key, ttl, value, None);
+            }
         }
         let outcome = self
             .with_connection(self.home(key), true, move |mut connection| async move {
                 {
                     connection.send(&request).await?;
                 }
-                let outcome = reply::stored(&mut connection).await?;
+                let mut outcome = reply::stored(&mut connection).await?;
+                if let PutCondition::VersionOrAbsent(_) = condition {
+                    // The add after the `cas`: at most one of them wrote.
+                    let add = reply::stored(&mut connection).await?;
+                    outcome = match (outcome, add) {
+                        (PutOutcome::Stored, _) | (_, PutOutcome::Stored) => PutOutcome::Stored,
+                        _ => PutOutcome::Conflict,
+                    };
+                }
                 Ok((connection, outcome))
             })
             .await?;

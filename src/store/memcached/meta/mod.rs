@@ -323,12 +323,31 @@ impl MetaStore {
         check_value(value)?;
         let mut request = Request::with_capacity(1, key.len(), value.len());
         request.set(key, value, wire_ttl(ttl), condition);
-        Ok(match only(self.exchange(key, &[], request).await?)? {
-            Reply::Done { cas } => (PutOutcome::Stored, cas),
+        let mut answers = self.exchange(key, &[], request).await?.into_iter();
+        let mut next = || {
+            answers
+                .next()
+                .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "no result"))?
+        };
+        let outcome = |reply| match reply {
+            Reply::Done { cas } => Ok((PutOutcome::Stored, cas)),
             // `NF` only answers a compare (`C`): the key is gone.
-            Reply::NotFound => (PutOutcome::Vanished, None),
-            Reply::NotStored | Reply::Exists => (PutOutcome::Conflict, None),
-            _ => return Err(out_of_kind("write").ambiguous()),
+            Reply::NotFound => Ok((PutOutcome::Vanished, None)),
+            Reply::NotStored | Reply::Exists => Ok((PutOutcome::Conflict, None)),
+            _ => Err(out_of_kind("write").ambiguous()),
+        };
+        let first = outcome(next()?)?;
+        if !matches!(condition, PutCondition::VersionOrAbsent(_)) {
+            return Ok(first);
+        }
+        // The add after the compare: it wrote only if the compare found no
+        // key (a compare that wrote leaves a key the add refuses).
+        let second = outcome(next()?)?;
+        Ok(match (first, second) {
+            ((PutOutcome::Stored, cas), _) | (_, (PutOutcome::Stored, cas)) => {
+                (PutOutcome::Stored, cas)
+            }
+            _ => (PutOutcome::Conflict, None),
         })
     }
 

@@ -163,7 +163,8 @@ impl Request {
     }
 
     /// Writes `value` under `key` for `ttl` (memcached's expiration time)
-    /// if `condition` holds, asking for the new CAS token.
+    /// if `condition` holds, asking for the new CAS token: one `ms`, or
+    /// for [`PutCondition::VersionOrAbsent`] two, the compare then the add.
     pub(crate) fn set(
         &mut self,
         key: &[u8],
@@ -171,12 +172,17 @@ impl Request {
         ttl: u32,
         condition: PutCondition,
     ) -> &mut Self {
+        if let PutCondition::VersionOrAbsent(version) = condition {
+            // Two operations: at most one of them writes.
+            self.set(key, value, ttl, PutCondition::Version(version));
+            return self.set(key, value, ttl, PutCondition::Absent);
+        }
         self.bytes.reserve(key.len() + value.len() + LINE);
         self.start(b"ms ", key, Verb::Set);
         self.number(b" ", value.len() as u64);
         self.number(b" c T", u64::from(ttl));
         match condition {
-            PutCondition::Always => {}
+            PutCondition::Always | PutCondition::VersionOrAbsent(_) => {}
             PutCondition::Absent => self.bytes.extend_from_slice(b" ME"),
             PutCondition::Version(version) => self.number(b" C", version),
         }
