@@ -134,7 +134,10 @@ impl<C: CasCore> Engine<C> {
     /// A write on the known version that finds the key gone (expired or
     /// evicted early) decides the group again on no state and writes it
     /// only if the key is still absent: two store calls, where a read
-    /// would make it three.
+    /// would make it three. Near the end of the state's lifetime, when
+    /// memcached may or may not have dropped it, a group that decides on
+    /// no state as on the known one is written on the version or as new
+    /// in one call ([`PutCondition::VersionOrAbsent`]).
     async fn decide_on_known(
         &self,
         key: &[u8],
@@ -234,10 +237,11 @@ impl<C: CasCore> Engine<C> {
     }
 
     /// Writes `state` at `key` with a lifetime of `ttl` (plus the slack)
-    /// if `condition` holds, at `now`; whether it wrote, and if not, why. The known state
-    /// follows what is stored: the state written with its new version and
-    /// the moment the store drops it, or nothing when the write did not go
-    /// through, its outcome is unknown, or the store told no version.
+    /// if `condition` holds, at `now`; whether it wrote, and if not, why.
+    /// The known state follows what is stored: the state written with its
+    /// new version and the moment the store drops it, or nothing when the
+    /// write did not go through, its outcome is unknown, or the store told
+    /// no version.
     async fn write(
         &self,
         key: &[u8],

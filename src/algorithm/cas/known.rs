@@ -13,7 +13,9 @@
 //! fresh read, as after any conflict. If the item is gone (it expired, was
 //! evicted or deleted), the store says so, and the decision is made again
 //! on no state and written only if the key is still absent: two calls, no
-//! read.
+//! read. Near the end of a state's lifetime, when memcached may or may not
+//! have dropped it yet, a decision that comes out the same on no state is
+//! written on the version or as new, whichever holds, in one call.
 //!
 //! A decision that writes nothing (a denial that leaves the state as it
 //! was) is never answered from a known state: nothing would check that the

@@ -51,9 +51,10 @@ pub struct CasStats {
     /// just as its state expires costs two store calls, not three.
     pub vanished: u64,
     /// Of the `known` attempts, those whose state memcached may just have
-    /// dropped (within a second of its lifetime's end, on memcached's
-    /// whole-second clock) and which decide as if there were none: written
-    /// on the version or, if the key is gone, as new, in one round trip.
+    /// dropped (from a second before the end of its lifetime, on
+    /// memcached's whole-second clock, to 2 s after) and which decide as
+    /// on no state: written on the version or, if the key is gone, as new,
+    /// in one round trip. Not counted in `stale` or `vanished`.
     pub either: u64,
 }
 
