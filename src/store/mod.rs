@@ -125,6 +125,23 @@ pub enum PutOutcome {
     Vanished,
 }
 
+/// What a compare and an add sent together for
+/// [`PutCondition::VersionOrAbsent`] did, from each one's outcome and the
+/// version it told: at most one of them writes, and the pair wrote if
+/// either did.
+#[cfg(feature = "memcached")]
+pub(crate) fn either_written(
+    compare: (PutOutcome, Option<u64>),
+    add: (PutOutcome, Option<u64>),
+) -> (PutOutcome, Option<u64>) {
+    match (compare, add) {
+        ((PutOutcome::Stored, version), _) | (_, (PutOutcome::Stored, version)) => {
+            (PutOutcome::Stored, version)
+        }
+        _ => (PutOutcome::Conflict, None),
+    }
+}
+
 /// The storage contract; see the [module documentation](self) for the rules
 /// every implementation follows.
 #[async_trait]

@@ -10,8 +10,8 @@ use crate::error::StoreError;
 use crate::store::memcached::connection::protocol;
 use crate::store::memcached::wire::wire_ttl;
 use crate::store::{
-    check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome, Store,
-    Versioned,
+    check_key, check_keys, check_value, either_written, parse_counter, Counters, PutCondition,
+    PutOutcome, Store, Versioned,
 };
 
 /// `incr` / `add` rounds before a missing counter is reported: each lost
@@ -191,12 +191,9 @@ impl Store for ClassicStore {
                 }
                 let mut outcome = reply::stored(&mut connection).await?;
                 if let PutCondition::VersionOrAbsent(_) = condition {
-                    // The add after the `cas`: at most one of them wrote.
+                    // The add after the `cas`.
                     let add = reply::stored(&mut connection).await?;
-                    outcome = match (outcome, add) {
-                        (PutOutcome::Stored, _) | (_, PutOutcome::Stored) => PutOutcome::Stored,
-                        _ => PutOutcome::Conflict,
-                    };
+                    (outcome, _) = either_written((outcome, None), (add, None));
                 }
                 Ok((connection, outcome))
             })

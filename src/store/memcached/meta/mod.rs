@@ -33,8 +33,8 @@ use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
 use crate::store::{
-    check_key, check_keys, check_value, parse_counter, Counters, PutCondition, PutOutcome,
-    Versioned,
+    check_key, check_keys, check_value, either_written, parse_counter, Counters, PutCondition,
+    PutOutcome, Versioned,
 };
 use crate::timer::{timeout_in, waits_at_most, TimerQueue};
 
@@ -201,8 +201,14 @@ fn counter_from(key: &[u8], reply: Result<Reply, StoreError>) -> Result<Option<u
 
 /// The one result of a single-operation exchange.
 fn only(answers: Answers) -> Result<Reply, StoreError> {
+    next_result(&mut answers.into_iter())
+}
+
+/// The next operation's result of an exchange.
+fn next_result(
+    answers: &mut impl Iterator<Item = Result<Reply, StoreError>>,
+) -> Result<Reply, StoreError> {
     answers
-        .into_iter()
         .next()
         .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "no result"))?
 }
@@ -324,11 +330,6 @@ impl MetaStore {
         let mut request = Request::with_capacity(1, key.len(), value.len());
         request.set(key, value, wire_ttl(ttl), condition);
         let mut answers = self.exchange(key, &[], request).await?.into_iter();
-        let mut next = || {
-            answers
-                .next()
-                .ok_or_else(|| StoreError::new(StoreErrorKind::Protocol, "no result"))?
-        };
         let outcome = |reply| match reply {
             Reply::Done { cas } => Ok((PutOutcome::Stored, cas)),
             // `NF` only answers a compare (`C`): the key is gone.
@@ -336,19 +337,13 @@ impl MetaStore {
             Reply::NotStored | Reply::Exists => Ok((PutOutcome::Conflict, None)),
             _ => Err(out_of_kind("write").ambiguous()),
         };
-        let first = outcome(next()?)?;
+        let first = outcome(next_result(&mut answers)?)?;
         if !matches!(condition, PutCondition::VersionOrAbsent(_)) {
             return Ok(first);
         }
-        // The add after the compare: it wrote only if the compare found no
-        // key (a compare that wrote leaves a key the add refuses).
-        let second = outcome(next()?)?;
-        Ok(match (first, second) {
-            ((PutOutcome::Stored, cas), _) | (_, (PutOutcome::Stored, cas)) => {
-                (PutOutcome::Stored, cas)
-            }
-            _ => (PutOutcome::Conflict, None),
-        })
+        // The add after the compare.
+        let add = outcome(next_result(&mut answers)?)?;
+        Ok(either_written(first, add))
     }
 
     pub(super) async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
