@@ -15,7 +15,7 @@ use std::time::Duration;
 use self::store::get_command;
 use super::connection::{protocol, Connection};
 use super::detach::detached;
-use super::pool::{Checkout, Pools};
+use super::pool::{Pools, Slot};
 use super::router::ClientRouter;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::parse_counter;
@@ -144,8 +144,11 @@ impl ClassicStore {
     {
         let address = self.pools.address(server);
         let checkout = self.pools.checkout(server).await?;
+        // Taken apart before the exchange is boxed, which then holds the
+        // checkout's parts, not the checkout beside them.
+        let (connection, slot) = checkout.into_parts();
         let exchange = detached(
-            exchange(Arc::clone(&self.pools), checkout, work),
+            exchange(Arc::clone(&self.pools), server, connection, slot, work),
             self.drain_timeout,
         );
         let outcome = match timeout_in(&self.io_deadlines, exchange).await {
@@ -194,21 +197,21 @@ impl ClassicStore {
     }
 }
 
-/// One exchange on a taken connection, bounded by its caller (see
-/// [`detached`]): the connection goes back to the pool if `work`
-/// succeeds, and is closed otherwise, since its stream may then be
+/// One exchange on a taken `connection`, `work` on it, bounded by its
+/// caller (see [`detached`]): the connection goes back to the pool if
+/// `work` succeeds, and is closed otherwise, since its stream may then be
 /// mid-reply.
 async fn exchange<T, F, Fut>(
     pools: Arc<Pools>,
-    checkout: Checkout,
+    server: usize,
+    connection: Connection,
+    slot: Slot,
     work: F,
 ) -> Result<T, StoreError>
 where
     F: FnOnce(Connection) -> Fut,
     Fut: Future<Output = Result<(Connection, T), StoreError>>,
 {
-    let server = checkout.server();
-    let (connection, slot) = checkout.into_parts();
     let (connection, value) = work(connection).await?;
     pools.give_back(server, connection, slot);
     Ok(value)

@@ -241,7 +241,7 @@ impl Inner {
     async fn exchange(&self, lane: usize, jobs: &[Job]) -> Result<Vec<Answers>, StoreError> {
         let checkout = self.pools.checkout(lane).await?;
         let mut answers: Vec<Answers> = jobs.iter().map(room_for).collect();
-        exchange(&self.pools, checkout, jobs, &mut answers, Some(&self.bound)).await;
+        exchange(&self.pools, checkout, jobs, &mut answers, &self.bound).await;
         Ok(answers)
     }
 
