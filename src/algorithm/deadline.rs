@@ -10,12 +10,11 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
 use crate::error::Error;
-use crate::timer::{timeout_in, Timeout, TimerQueue};
+use crate::timer::{timeout_in, Left, Timeout, TimerQueue};
 
 pin_project! {
     /// Work that must end within a limiter's deadline: its error, or
@@ -38,9 +37,9 @@ impl<'q, F> WithinDeadline<'q, F> {
 
     /// What is left of the deadline once the work is done: all of it if
     /// the work never waited (the deadline starts when it first does).
-    /// Reads the clock only if the work waited, so a decision that needs
-    /// no call after its own pays no clock read for it.
-    pub(crate) fn left(&self) -> Duration {
+    /// The clock is read only when a call after the decision's own asks,
+    /// so a decision that needs none pays no clock read for it.
+    pub(crate) fn left(&self) -> Left {
         self.timed.left()
     }
 }
@@ -61,6 +60,7 @@ impl<T, E: Into<Error>, F: Future<Output = Result<T, E>>> Future for WithinDeadl
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[tokio::test]
     async fn late_work_is_past_the_deadline_and_its_error_is_its_own() {

@@ -17,4 +17,4 @@ mod timeout;
 #[cfg_attr(not(feature = "memcached"), allow(unused_imports))]
 pub(crate) use self::patience::waits_at_most;
 pub(crate) use self::queue::TimerQueue;
-pub(crate) use self::timeout::{timeout, timeout_in, Timeout};
+pub(crate) use self::timeout::{timeout, timeout_in, Left, Timeout};

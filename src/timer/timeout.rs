@@ -59,11 +59,37 @@ impl<F> Timeout<'_, F> {
         self.limit
     }
 
-    /// What is left of the limit: all of it if the work has not waited
-    /// yet (the limit counts from when it first does). Reads the clock
-    /// only if the work waited.
-    pub(crate) fn left(&self) -> Duration {
-        match self.timer.ends() {
+    /// What is left of the limit, read when it is needed: all of it if
+    /// the work has not waited yet (the limit counts from when it first
+    /// does).
+    pub(crate) fn left(&self) -> Left {
+        Left {
+            ends: self.timer.ends(),
+            limit: self.limit,
+        }
+    }
+}
+
+/// What is left of a [`Timeout`]'s limit, from the clock at the moment it
+/// is asked: most decisions never ask (only a call that follows the
+/// decision's own does), so they pay no clock read for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Left {
+    /// When the limit runs out; `None` if it never started (or lies past
+    /// what an `Instant` holds).
+    ends: Option<Instant>,
+    limit: Duration,
+}
+
+impl Left {
+    /// All of `limit`, which has not started.
+    pub(crate) fn whole(limit: Duration) -> Self {
+        Self { ends: None, limit }
+    }
+
+    /// What is left now.
+    pub(crate) fn now(self) -> Duration {
+        match self.ends {
             Some(ends) => ends.saturating_duration_since(Instant::now()),
             None => self.limit,
         }
@@ -187,10 +213,14 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(30)).await;
             7
         }));
-        assert_eq!(bounded.left(), Duration::from_millis(100), "not armed yet");
+        assert_eq!(
+            bounded.left().now(),
+            Duration::from_millis(100),
+            "not armed yet"
+        );
         assert_eq!(bounded.as_mut().await, Some(7));
         assert_eq!(Instant::now(), start + Duration::from_millis(30));
-        assert_eq!(bounded.left(), Duration::from_millis(70));
+        assert_eq!(bounded.left().now(), Duration::from_millis(70));
     }
 
     #[test]
@@ -214,6 +244,6 @@ mod tests {
         }));
         assert_eq!(bounded.as_mut().await, Some(7));
         assert!(matches!(bounded.timer, Timer::Own { ends: None, .. }));
-        assert_eq!(bounded.left(), Duration::MAX);
+        assert_eq!(bounded.left().now(), Duration::MAX);
     }
 }

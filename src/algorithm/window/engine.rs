@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::error::StoreError;
 use crate::key::{routing_prefix, sibling_key, KeyBuf};
 use crate::store::{at_once, parse_counter, Counters, ImmediateStore, PutCondition};
-use crate::timer::timeout;
+use crate::timer::{timeout, Left};
 
 /// How a decision calls its store.
 #[derive(Clone, Copy)]
@@ -27,7 +27,7 @@ enum Call<'a> {
     /// Waiting for it, with this much of the deadline left for the calls
     /// that follow the decision's own: the refund of a denied request, the
     /// repair of a wrapped counter.
-    Waiting(Duration),
+    Waiting(Left),
 }
 
 /// What a decision asks its store, besides the key of the current bucket
@@ -397,7 +397,7 @@ impl WindowCounter {
                 store.decrement_now(key, cost)?;
             }
             Call::Waiting(left) => {
-                timeout(left, settings.store.decrement(key, cost))
+                timeout(left.now(), settings.store.decrement(key, cost))
                     .await
                     .ok_or(Error::DeadlineExceeded(settings.deadline.limit()))??;
             }
@@ -434,7 +434,7 @@ impl WindowCounter {
         };
         let left = match call {
             Call::Now(_) => settings.deadline.limit(),
-            Call::Waiting(left) => left,
+            Call::Waiting(left) => left.now(),
         };
         match timeout(left, work).await {
             Some(Ok(())) => {}
@@ -464,7 +464,7 @@ impl WindowCounter {
         // A refund asked for on its own has the whole deadline.
         let call = match settings.store.immediate() {
             Some(store) => Call::Now(store),
-            None => Call::Waiting(settings.deadline.limit()),
+            None => Call::Waiting(Left::whole(settings.deadline.limit())),
         };
         let delta = self.delta(cost, when.at);
         self.decrement(call, &key, delta).await
