@@ -206,6 +206,7 @@ impl<C: CasCore> CasLimiter<C> {
     }
 
     /// [`submit`](Self::submit) on `store`, which answers at once.
+    #[inline]
     fn submit_now(&self, store: &dyn ImmediateStore, client: &[u8], ask: Ask) -> Answer {
         let mut key = KeyBuf::new();
         self.write_key(client, &mut key);

@@ -102,7 +102,7 @@ pub(crate) fn room_for<R: AsRef<Request>>(request: &R) -> Answers {
 /// before it, and no timeout: at 1,272 bytes, when it held the checkout
 /// too and [`exchange`]'s bounded branch, allocating and freeing it went
 /// past glibc's per-thread cache of small blocks (up to 1,032 bytes) and
-/// cost some 250 to 450 instructions more a decision (callgrind).
+/// cost some 280 to 500 instructions more a decision (callgrind).
 pub(crate) fn exchange_one(
     pools: Arc<Pools>,
     checkout: Checkout,
