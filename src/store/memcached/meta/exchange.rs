@@ -35,28 +35,31 @@ pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 /// connection from `pools`, within the limit of `bound`, into `answers`,
 /// one list per request, each empty with room for its operations
 /// ([`room_for`]).
-pub(crate) async fn exchange<R: AsRef<Request>>(
-    pools: &Pools,
+pub(crate) fn exchange<'a, R: AsRef<Request>>(
+    pools: &'a Pools,
     checkout: Checkout,
-    requests: &[R],
-    answers: &mut [Answers],
-    bound: &TimerQueue,
-) {
+    requests: &'a [R],
+    answers: &'a mut [Answers],
+    bound: &'a TimerQueue,
+) -> impl Future<Output = ()> + 'a {
     debug_assert_eq!(requests.len(), answers.len());
+    // Taken apart before the future, which then holds the parts alone.
     let server = checkout.server();
-    let address = pools.address(server);
     let (mut connection, slot) = checkout.into_parts();
-    let exchanged = send_and_read(&mut connection, requests, answers, address);
-    let stop = timeout_in(bound, exchanged).await.unwrap_or_else(|| {
-        Some(Failure::Broken(StoreError::new(
-            StoreErrorKind::Timeout,
-            format!(
-                "no answer within {:?}; the connection was closed",
-                bound.limit()
-            ),
-        )))
-    });
-    finish(pools, server, connection, slot, requests, answers, stop);
+    async move {
+        let address = pools.address(server);
+        let exchanged = send_and_read(&mut connection, requests, answers, address);
+        let stop = timeout_in(bound, exchanged).await.unwrap_or_else(|| {
+            Some(Failure::Broken(StoreError::new(
+                StoreErrorKind::Timeout,
+                format!(
+                    "no answer within {:?}; the connection was closed",
+                    bound.limit()
+                ),
+            )))
+        });
+        finish(pools, server, connection, slot, requests, answers, stop);
+    }
 }
 
 /// Ends an exchange that stopped at `stop` (`None`: every reply read):
