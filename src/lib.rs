@@ -169,6 +169,8 @@ pub mod limiter;
 pub mod quota;
 mod stack_text;
 pub mod store;
+#[cfg(test)]
+mod thread_cache;
 mod timer;
 mod wide;
 

@@ -19,7 +19,7 @@ use crate::quota::Quota;
 
 /// The future a deciding method of [`Limiter`] returns, as
 /// `async_trait` writes it.
-type Decided<'a> = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send + 'a>>;
+pub(super) type Decided<'a> = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send + 'a>>;
 
 /// Anything that decides requests per client: a [`RateLimiter`], or a
 /// limiter wrapping one ([`DenyCache`](crate::DenyCache),
@@ -161,16 +161,43 @@ impl Limiter for RateLimiter {
         RateLimiter::clock(self)
     }
 
-    async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
-        RateLimiter::check(self, key).await
+    // The deciding calls box a future as large as the limiter's own
+    // algorithm needs, not the largest any algorithm does; see
+    // `boxed_check`.
+    fn check<'life0, 'life1, 'async_trait>(&'life0 self, key: &'life1 [u8]) -> Decided<'async_trait>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.boxed_check(key, 1, None)
     }
 
-    async fn check_n(&self, key: &[u8], cost: u64) -> Result<Decision, Error> {
-        RateLimiter::check_n(self, key, cost).await
+    fn check_n<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+        cost: u64,
+    ) -> Decided<'async_trait>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.boxed_check(key, cost, None)
     }
 
-    async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
-        RateLimiter::check_at(self, key, cost, at).await
+    fn check_at<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+        cost: u64,
+        at: DateTime<Utc>,
+    ) -> Decided<'async_trait>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        self.boxed_check(key, cost, Some(at))
     }
 
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
@@ -278,5 +305,41 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
 
     async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error> {
         (**self).inspect(key).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thread_cache::THREAD_CACHED;
+    use crate::{FixedWindow, MemoryStore, SlidingWindow};
+
+    /// The window algorithms, the ones most services run, box their
+    /// decision within the allocator's per-thread cache: through a
+    /// `dyn Limiter` (the http layer, `Policies`), each decision on a
+    /// store across the network allocates its box.
+    #[test]
+    fn a_window_decision_is_boxed_within_the_allocators_thread_cache() {
+        let store = Arc::new(MemoryStore::new());
+        let quota = || "100/minute".parse().unwrap();
+        let limiters = [
+            SlidingWindow::builder(quota(), store.clone()).build(),
+            SlidingWindow::builder(quota(), store.clone())
+                .sub_windows(60)
+                .build(),
+            FixedWindow::builder(quota(), store.clone()).build(),
+        ];
+        let at = "2026-11-25T10:00:00Z".parse().unwrap();
+        for limiter in limiters {
+            let limiter: &dyn Limiter = &limiter.unwrap();
+            for boxed in [
+                limiter.check(b"k"),
+                limiter.check_n(b"k", 2),
+                limiter.check_at(b"k", 1, at),
+            ] {
+                let size = std::mem::size_of_val(&*boxed);
+                assert!(size <= THREAD_CACHED, "{size} bytes");
+            }
+        }
     }
 }

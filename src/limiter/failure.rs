@@ -261,12 +261,46 @@ impl Failures {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
+        let stand_in = match self.waits_for_stand_in(&outcome) {
+            true => self.stand_in(key, cost, now).await,
+            false => None,
+        };
+        self.settle(outcome, quota, stand_in)
+    }
+
+    /// The local stand-in's decision, under [`FailurePolicy::Fallback`]:
+    /// for an outcome it [waits for](Self::waits_for_stand_in).
+    pub(crate) async fn stand_in(
+        &self,
+        key: &[u8],
+        cost: u64,
+        now: i64,
+    ) -> Option<Result<Decision, Error>> {
+        match &self.policy {
+            Policy::Fallback(local) => Some(Box::pin(local.decide(key, cost, now)).await),
+            _ => None,
+        }
+    }
+
+    /// Whether a limiter waits for a [stand-in](Self::stand_in)'s decision
+    /// on `outcome`: a store's failure under [`FailurePolicy::Fallback`].
+    /// Otherwise [`settle`](Self::settle) decides it, within the caller's
+    /// poll.
+    pub(crate) fn waits_for_stand_in(&self, outcome: &Result<Decision, Error>) -> bool {
+        matches!(self.policy, Policy::Fallback(_))
+            && matches!(outcome, Err(Error::Store(_) | Error::DeadlineExceeded(_)))
+    }
+
+    /// [`decide`](Self::decide)'s answer once the stand-in, if any, has
+    /// decided.
+    pub(crate) fn settle(
+        &self,
+        outcome: Result<Decision, Error>,
+        quota: Quota,
+        stand_in: Option<Result<Decision, Error>>,
+    ) -> Result<Decision, Error> {
         let outcome = match outcome {
             Err(error @ (Error::Store(_) | Error::DeadlineExceeded(_))) => {
-                let stand_in = match &self.policy {
-                    Policy::Fallback(local) => Some(Box::pin(local.decide(key, cost, now)).await),
-                    _ => None,
-                };
                 self.absorb(error, quota, stand_in)
             }
             other => other,

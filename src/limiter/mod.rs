@@ -18,6 +18,7 @@ mod policies;
 mod spec;
 mod stats;
 
+use std::future::Future;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -106,7 +107,10 @@ impl RateLimiter {
         let now = self.now()?;
         match self.decide_now(key, 1, now) {
             Some(outcome) => outcome,
-            None => self.decide_waiting(key, 1, now).await,
+            None => {
+                self.decide_waiting(key, 1, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                    .await
+            }
         }
     }
 
@@ -117,7 +121,10 @@ impl RateLimiter {
         let now = self.now()?;
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => self.decide_waiting(key, cost, now).await,
+            None => {
+                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                    .await
+            }
         }
     }
 
@@ -138,7 +145,10 @@ impl RateLimiter {
         let now = unix_nanos(at)?;
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => self.decide_waiting(key, cost, now).await,
+            None => {
+                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                    .await
+            }
         }
     }
 
@@ -320,19 +330,73 @@ impl RateLimiter {
     pub(crate) async fn decide(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => self.decide_waiting(key, cost, now).await,
+            None => {
+                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                    .await
+            }
         }
     }
 
-    /// [`decide`](Self::decide), waiting for the store.
-    async fn decide_waiting(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
-        let decision = async {
-            let outcome = self.engine.check(key, cost, now).await;
-            self.conclude(outcome, key, cost, now).await
+    /// [`decide`](Self::decide) as a future, for a store that must be
+    /// waited for: at the time `now` gives (read when first polled), by
+    /// the future `check` makes, [`Engine::check`] or one algorithm's own
+    /// where the caller knows which ([`boxed_check`](Self::boxed_check)).
+    ///
+    /// What the future holds beside the engine's is kept small: a span and
+    /// a failure policy's stand-in, both rare where decisions are many,
+    /// are boxed when they are needed, and `check` captures no more than
+    /// its engine.
+    async fn decide_waiting<'a, F>(
+        &'a self,
+        key: &'a [u8],
+        cost: u64,
+        now: impl FnOnce() -> Result<i64, Error>,
+        check: impl FnOnce(&'a [u8], u64, i64) -> F,
+    ) -> Result<Decision, Error>
+    where
+        F: Future<Output = Result<Decision, Error>> + 'a,
+    {
+        let now = now()?;
+        if let Some(span) = self.span(key, cost) {
+            let decision = async move {
+                let outcome = check(key, cost, now).await;
+                self.conclude(outcome, key, cost, now).await
+            };
+            return Box::pin(decision.instrument(span)).await;
+        }
+        let outcome = check(key, cost, now).await;
+        match self.concluded(outcome, key, cost, now) {
+            Ok(outcome) => outcome,
+            Err(stand_in) => stand_in.await,
+        }
+    }
+
+    /// A decision at `at` (the clock's time when first polled, if `None`),
+    /// boxed as a [`Limiter`]'s deciding methods return it, each kind of
+    /// engine in a box of its own size. [`Engine::check`]'s future is as
+    /// large as the largest algorithm's (a compare-and-swap loop's); a
+    /// window's is some 700 bytes smaller, which keeps its box within the
+    /// sizes glibc's allocator serves from its per-thread cache (up to
+    /// 1,032 bytes), where allocating and freeing a larger block costs some
+    /// hundreds of instructions more (callgrind). A store that answers at
+    /// once decides within the first poll, as the engine's future does.
+    fn boxed_check<'a>(
+        &'a self,
+        key: &'a [u8],
+        cost: u64,
+        at: Option<DateTime<Utc>>,
+    ) -> contract::Decided<'a> {
+        let now = move || match at {
+            Some(at) => unix_nanos(at),
+            None => self.now(),
         };
-        match self.span(key, cost) {
-            None => decision.await,
-            Some(span) => decision.instrument(span).await,
+        match &self.engine {
+            Engine::Window(window) => {
+                Box::pin(self.decide_waiting(key, cost, now, |k, c, n| window.check_nanos(k, c, n)))
+            }
+            engine => {
+                Box::pin(self.decide_waiting(key, cost, now, |k, c, n| engine.check(k, c, n)))
+            }
         }
     }
 
@@ -397,12 +461,33 @@ impl RateLimiter {
             .failures
             .decide(outcome, self.spec.quota, key, cost, now)
             .await;
-        match &outcome {
-            Ok(decision) => decided(decision),
-            Err(error) => tracing::debug!(%error, "no decision"),
-        }
-        outcome
+        traced(outcome)
     }
+
+    /// [`conclude`](Self::conclude) within the caller's poll; or, where
+    /// the failure policy waits for a stand-in's decision (rare: the store
+    /// failed, under a fallback policy), `conclude`'s future, boxed.
+    fn concluded<'a>(
+        &'a self,
+        outcome: Result<Decision, Error>,
+        key: &'a [u8],
+        cost: u64,
+        now: i64,
+    ) -> Result<Result<Decision, Error>, contract::Decided<'a>> {
+        if self.failures.waits_for_stand_in(&outcome) {
+            return Err(Box::pin(self.conclude(outcome, key, cost, now)));
+        }
+        Ok(traced(self.failures.settle(outcome, self.spec.quota, None)))
+    }
+}
+
+/// `outcome`, traced.
+fn traced(outcome: Result<Decision, Error>) -> Result<Decision, Error> {
+    match &outcome {
+        Ok(decision) => decided(decision),
+        Err(error) => tracing::debug!(%error, "no decision"),
+    }
+    outcome
 }
 
 /// The `tracing` record of a decision.

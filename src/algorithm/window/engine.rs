@@ -238,23 +238,28 @@ impl WindowCounter {
         settings.check_cost(cost, settings.quota.limit())?;
         let mut current = KeyBuf::new();
         let mut ask = self.ask(client, cost, now, &mut current);
-        let (counted, call) = {
-            let increment = settings
-                .store
-                .increment(&current, ask.delta, ask.ttl, &ask.reads);
-            let mut within = std::pin::pin!(settings.within_deadline(increment));
-            let counted = within.as_mut().await;
-            (counted, Call::Waiting(within.left()))
+        // Within a block, so that what the increment's answer was read into
+        // is not also kept beside `conclude`'s future: the state every
+        // decision carries is what its future holds across its longest
+        // wait.
+        let concluding = {
+            let (counted, call) = {
+                let increment = settings
+                    .store
+                    .increment(&current, ask.delta, ask.ttl, &ask.reads);
+                let mut within = std::pin::pin!(settings.within_deadline(increment));
+                let counted = within.as_mut().await;
+                (counted, Call::Waiting(within.left()))
+            };
+            let counters = match counted {
+                Ok(counters) => counters,
+                // Rare (a counter that holds something else): boxed, so
+                // that every decision's future does not carry the repair's.
+                Err(error) => Box::pin(self.repair_after(error, &current, &ask)).await?,
+            };
+            self.conclude(call, &mut ask, &current, counters, cost)
         };
-        let counters = match counted {
-            Ok(counters) => counters,
-            // Rare (a counter that holds something else): boxed, so that
-            // every decision's future does not carry the repair's.
-            Err(error) => Box::pin(self.repair_after(error, &current, &ask)).await?,
-        };
-        Ok(self
-            .conclude(call, &mut ask, &current, &counters, cost)
-            .await)
+        Ok(concluding.await)
     }
 
     /// The counters of `current` and the reads of `ask` after the store
@@ -287,7 +292,7 @@ impl WindowCounter {
         call: Call<'_>,
         ask: &mut Ask,
         current: &[u8],
-        counters: &Counters,
+        counters: Counters,
         cost: u64,
     ) -> Decision {
         // An increment that lands below itself went past 2^64 and
@@ -297,10 +302,13 @@ impl WindowCounter {
             // Rare: boxed, as the repair above.
             Box::pin(self.repair_wrap(call, current, counters.value, ask.ttl)).await;
         }
-        let settled = self.settle(ask, current, counters, wrapped);
+        let settled = self.settle(ask, current, &counters, wrapped);
         if settled.refund {
             self.take_back(&mut ask.decoded, ask.delta);
-            self.refund(call, current, ask.delta).await;
+            // Boxed, as the repair: a denial that is given back waits for
+            // one more call to the store anyway, and every decision's
+            // future would carry the refund's.
+            Box::pin(self.refund(call, current, ask.delta)).await;
         }
         self.decision(ask, settled.allowed, cost)
     }

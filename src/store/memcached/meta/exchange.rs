@@ -208,10 +208,7 @@ fn unanswered(stop: &Failure, verb: Verb, wrote: bool, address: &str) -> StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The largest block glibc's allocator keeps in its per-thread cache
-    /// (`tcache`): a bigger one takes its slower bins both ways.
-    const THREAD_CACHED: usize = 1032;
+    use crate::thread_cache::THREAD_CACHED;
 
     #[tokio::test]
     async fn one_exchange_is_boxed_within_the_allocators_thread_cache() {
