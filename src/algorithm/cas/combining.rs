@@ -278,21 +278,23 @@ pub(super) async fn submit<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -
             }
         }
     };
-    match queued {
-        Some(answer) => queued_answer(answer).await,
-        // No `.await` between claiming the key and arming the guard that
-        // lets it go, so a caller dropped here cannot leave it claimed.
-        None => decide_alone(decider, key, ask).await,
+    if let Some(answer) = queued {
+        return queued_answer(answer).await;
     }
-}
-
-/// Decides `ask` on the key its caller claimed, then hands on the requests
-/// that queued meanwhile (see [`HandOff`]).
-async fn decide_alone<D: Decider>(decider: &Arc<D>, key: &[u8], ask: Ask) -> Answer {
+    // Decides `ask` on the key it claimed, then hands on the requests that
+    // queued meanwhile (see [`HandOff`]); here rather than in a function
+    // of its own, whose future would hold its arguments once more. No
+    // `.await` between claiming the key and arming the guard that lets it
+    // go, so a caller dropped here cannot leave it claimed.
     let hand_off = HandOff { decider, key };
     let mut alone: Group = smallvec::smallvec![Waiter { ask, reply: None }];
     let outcome = decider.decide_group(key, &mut alone).await;
     drop(hand_off);
+    alone_answer(outcome)
+}
+
+/// The answer of a request that decided itself alone.
+fn alone_answer(outcome: Result<Decided, Failure>) -> Answer {
     match outcome {
         Ok(mut decided) => decided.pop().ok_or_else(|| {
             // A request deciding itself is never left out of its group.

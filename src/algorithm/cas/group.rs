@@ -105,7 +105,8 @@ impl<C: CasCore> Engine<C> {
                     group = group.len(),
                     "compare-and-swap conflict; retrying"
                 );
-                tokio::time::sleep(self.policy.backoff(attempt)).await;
+                // Boxed: a timer is large, and a conflict rare.
+                Box::pin(tokio::time::sleep(self.policy.backoff(attempt))).await;
             }
         }
         self.counters.add(EXHAUSTED, group.len());
@@ -197,7 +198,9 @@ impl<C: CasCore> Engine<C> {
             }
             PutOutcome::Vanished => {
                 self.counters.bump(STALE);
-                self.decide_anew(key, group).await
+                // Rare: boxed, so that every decision's future does not
+                // carry a second write's.
+                Box::pin(self.decide_anew(key, group)).await
             }
         }
     }

@@ -35,6 +35,7 @@ use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::clock::Clock;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::held_key::HeldKey;
 use crate::key::KeyBuf;
 use crate::store::{ImmediateStore, Store};
 
@@ -120,7 +121,9 @@ impl<C: CasCore> CasLimiter<C> {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        Ok(self.step(client, cost, now, Duration::ZERO).await?.0)
+        // Not through `step`: one future less around the decision's.
+        let ask = self.ask(cost, now, Duration::ZERO)?;
+        Ok(self.submit(client, ask).await?.0)
     }
 
     /// [`check_nanos`](Self::check_nanos) within the caller's poll, on
@@ -197,11 +200,17 @@ impl<C: CasCore> CasLimiter<C> {
         if let Some(store) = settings.store.immediate() {
             return self.submit_now(store, client, ask);
         }
-        let mut key = KeyBuf::new();
-        self.write_key(client, &mut key);
+        // Held as a table holds it (inline up to 54 bytes, shared beyond),
+        // not in the 250 bytes a key can take: the decision's future holds
+        // it until the end.
+        let key = {
+            let mut key = KeyBuf::new();
+            self.write_key(client, &mut key);
+            HeldKey::new(&key)
+        };
         self.engine.counters.bump(DECISIONS);
         settings
-            .within_deadline(submit(&self.engine, &key, ask))
+            .within_deadline(submit(&self.engine, key.as_bytes(), ask))
             .await
     }
 
