@@ -18,7 +18,7 @@ use tower_service::Service;
 use super::denial::Denial;
 use super::{MissingKey, Shared};
 use crate::error::Error;
-use crate::http::headers::{field, FieldBuf, HeaderPolicy};
+use crate::http::headers::{field, FieldBuf, HeaderPolicy, PolicyDecision};
 use crate::http::KeyExtractor;
 use crate::limiter::PolicyDecisions;
 
@@ -93,7 +93,10 @@ where
                 let clone = self.inner.clone();
                 let mut inner = std::mem::replace(&mut self.inner, clone);
                 ResponseFuture::waiting(Box::pin(async move {
-                    let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(Vec::as_slice).collect();
+                    let mut slices: SmallVec<[&[u8]; 2]> = SmallVec::new();
+                    for key in &keys {
+                        slices.push(key);
+                    }
                     let decided = shared.policies.check_n(&slices, cost).await;
                     let fields = match shared.settle(decided, &slices) {
                         Settled::Serve(fields) => fields,
@@ -263,11 +266,17 @@ impl Shared {
             Keys::Answer(response) => return Next::Answer(response),
         };
         let cost = self.cost.as_ref().map_or(1, |cost| cost(parts));
-        let slices: SmallVec<[&[u8]; 2]> = keys.iter().map(|key| &**key).collect();
+        let mut slices: SmallVec<[&[u8]; 2]> = SmallVec::new();
+        for key in &keys {
+            slices.push(key);
+        }
         let Some(decided) = self.policies.check_now(&slices, cost) else {
             drop(slices);
-            let keys = keys.into_iter().map(Cow::into_owned).collect();
-            return Next::Wait { keys, cost };
+            let mut owned = SmallVec::new();
+            for key in keys {
+                owned.push(key.into_owned());
+            }
+            return Next::Wait { keys: owned, cost };
         };
         match self.settle(decided, &slices) {
             Settled::Serve(fields) => Next::Serve(fields),
@@ -379,29 +388,25 @@ impl Shared {
     fn fields(&self, keys: &[&[u8]], decided: &PolicyDecisions) -> Fields {
         // Each policy as announced to this client: copied only when the
         // client's quota is not the one it was built with (a dynamic plan).
-        let policies: SmallVec<[(Cow<'_, HeaderPolicy>, &[u8]); 2]> = self
-            .members
-            .iter()
-            .zip(keys)
-            .map(|(member, &key)| {
-                let quota = member.limiter.quota_for(key);
-                let policy = if quota == member.policy.quota() {
-                    Cow::Borrowed(&member.policy)
-                } else {
-                    Cow::Owned(member.policy.with_quota(quota))
-                };
-                (policy, key)
-            })
-            .collect();
-        let decided_entries: SmallVec<[_; 2]> = policies
-            .iter()
-            .zip(decided.decisions())
-            .map(|((policy, key), (_, decision))| (&**policy, *key, decision))
-            .collect();
-        let announced: SmallVec<[_; 2]> = policies[decided_entries.len()..]
-            .iter()
-            .map(|(policy, key)| (&**policy, *key))
-            .collect();
+        let mut copies: SmallVec<[Option<HeaderPolicy>; 2]> = SmallVec::new();
+        for (member, &key) in self.members.iter().zip(keys) {
+            let quota = member.limiter.quota_for(key);
+            copies.push((quota != member.policy.quota()).then(|| member.policy.with_quota(quota)));
+        }
+        let policies = self.members.iter().zip(&copies);
+        // Pushed one by one rather than collected: for the one or two
+        // policies of a request, `collect`'s reservation costs more than
+        // the pushes.
+        let mut decisions = decided.decisions();
+        let mut decided_entries: SmallVec<[PolicyDecision<'_>; 2]> = SmallVec::new();
+        let mut announced: SmallVec<[(&HeaderPolicy, &[u8]); 2]> = SmallVec::new();
+        for ((member, copy), &key) in policies.zip(keys) {
+            let policy = copy.as_ref().unwrap_or(&member.policy);
+            match decisions.next() {
+                Some((_, decision)) => decided_entries.push((policy, key, decision)),
+                None => announced.push((policy, key)),
+            }
+        }
         // Every value written into one buffer on the stack, then each
         // copied into a value of its own: one allocation a field, none
         // shared.
