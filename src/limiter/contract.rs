@@ -312,14 +312,15 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
 mod tests {
     use super::*;
     use crate::thread_cache::THREAD_CACHED;
-    use crate::{FixedWindow, MemoryStore, SlidingWindow};
+    use crate::{DiscreteRefill, FixedWindow, Gcra, HybridQuota, MemoryStore};
+    use crate::{Sessionize, SlidingLog, SlidingWindow, TokenBucket};
 
-    /// The window algorithms, the ones most services run, box their
-    /// decision within the allocator's per-thread cache: through a
-    /// `dyn Limiter` (the http layer, `Policies`), each decision on a
-    /// store across the network allocates its box.
+    /// Every algorithm boxes its decision within the allocator's
+    /// per-thread cache: through a `dyn Limiter` (the http layer,
+    /// `Policies`), each decision on a store across the network allocates
+    /// its box.
     #[test]
-    fn a_window_decision_is_boxed_within_the_allocators_thread_cache() {
+    fn a_decision_is_boxed_within_the_allocators_thread_cache() {
         let store = Arc::new(MemoryStore::new());
         let quota = || "100/minute".parse().unwrap();
         let limiters = [
@@ -328,17 +329,25 @@ mod tests {
                 .sub_windows(60)
                 .build(),
             FixedWindow::builder(quota(), store.clone()).build(),
+            TokenBucket::builder(quota(), store.clone()).build(),
+            Gcra::builder(quota(), store.clone()).build(),
+            SlidingLog::builder(quota(), store.clone()).build(),
+            HybridQuota::builder(quota(), store.clone()).build(),
+            DiscreteRefill::builder(quota(), store.clone()).build(),
+            Sessionize::builder(quota(), store.clone()).build(),
         ];
         let at = "2026-11-25T10:00:00Z".parse().unwrap();
         for limiter in limiters {
-            let limiter: &dyn Limiter = &limiter.unwrap();
+            let limiter = limiter.unwrap();
+            let name = limiter.spec().algorithm().name();
+            let limiter: &dyn Limiter = &limiter;
             for boxed in [
                 limiter.check(b"k"),
                 limiter.check_n(b"k", 2),
                 limiter.check_at(b"k", 1, at),
             ] {
                 let size = std::mem::size_of_val(&*boxed);
-                assert!(size <= THREAD_CACHED, "{size} bytes");
+                assert!(size <= THREAD_CACHED, "{name}: {size} bytes");
             }
         }
     }

@@ -108,7 +108,7 @@ impl RateLimiter {
         match self.decide_now(key, 1, now) {
             Some(outcome) => outcome,
             None => {
-                self.decide_waiting(key, 1, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                self.decide_waiting(key, 1, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
                     .await
             }
         }
@@ -122,7 +122,7 @@ impl RateLimiter {
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
             None => {
-                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
                     .await
             }
         }
@@ -146,7 +146,7 @@ impl RateLimiter {
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
             None => {
-                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
                     .await
             }
         }
@@ -331,7 +331,7 @@ impl RateLimiter {
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
             None => {
-                self.decide_waiting(key, cost, || Ok(now), |k, c, n| self.engine.check(k, c, n))
+                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
                     .await
             }
         }
@@ -350,13 +350,13 @@ impl RateLimiter {
         &'a self,
         key: &'a [u8],
         cost: u64,
-        now: impl FnOnce() -> Result<i64, Error>,
+        now: impl FnOnce(&Self) -> Result<i64, Error>,
         check: impl FnOnce(&'a [u8], u64, i64) -> F,
     ) -> Result<Decision, Error>
     where
         F: Future<Output = Result<Decision, Error>> + 'a,
     {
-        let now = now()?;
+        let now = now(self)?;
         if let Some(span) = self.span(key, cost) {
             let decision = async move {
                 let outcome = check(key, cost, now).await;
@@ -374,22 +374,24 @@ impl RateLimiter {
     /// A decision at `at` (the clock's time when first polled, if `None`),
     /// boxed as a [`Limiter`]'s deciding methods return it, each algorithm
     /// in a box of its own size rather than the size of
-    /// [`Engine::check`]'s future, which is the largest algorithm's. A
-    /// window's box (1,000 bytes) is then within the sizes glibc's
-    /// allocator serves from its per-thread cache (up to 1,032 bytes),
-    /// where allocating and freeing a larger block costs some hundreds of
-    /// instructions more (callgrind); a compare-and-swap algorithm's
-    /// (1,208 to 1,240) is not yet. A store that answers at once decides
-    /// within the first poll, as the engine's future does.
+    /// [`Engine::check`]'s future, which is the largest algorithm's. Every
+    /// box (960 to 1,024 bytes) is then within the sizes glibc's allocator
+    /// serves from its per-thread cache (up to 1,032 bytes), where
+    /// allocating and freeing a larger block costs some hundreds of
+    /// instructions more (callgrind); a unit test holds them there. A
+    /// store that answers at once decides within the first poll, as the
+    /// engine's future does.
     fn boxed_check<'a>(
         &'a self,
         key: &'a [u8],
         cost: u64,
         at: Option<DateTime<Utc>>,
     ) -> contract::Decided<'a> {
-        let now = move || match at {
+        // Takes the limiter rather than holding it: 8 bytes less in a box
+        // that must stay within 1,032.
+        let now = move |limiter: &Self| match at {
             Some(at) => unix_nanos(at),
-            None => self.now(),
+            None => limiter.now(),
         };
         macro_rules! boxed {
             ($engine:expr) => {

@@ -45,6 +45,14 @@ impl<C: CasCore> Engine<C> {
         if let Some(decided) = self.decide_on_known(key, group).await? {
             return Ok(decided);
         }
+        // Boxed: a group that reads first waits for two round trips, where
+        // an allocation is little, and every decision's future would
+        // otherwise carry the loop's state beside the known state's path.
+        Box::pin(self.decide_reading(key, group)).await
+    }
+
+    /// [`decide`](Self::decide)'s attempts that read the state first.
+    async fn decide_reading(&self, key: &[u8], group: &mut Group) -> Result<Decided, Failure> {
         let attempts = self.policy.attempts;
         for attempt in 1..=attempts {
             // Nobody waits for these any more, and nothing was written for

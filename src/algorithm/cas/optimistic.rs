@@ -121,9 +121,14 @@ impl<C: CasCore> CasLimiter<C> {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        // Not through `step`: one future less around the decision's.
-        let ask = self.ask(cost, now, Duration::ZERO)?;
-        Ok(self.submit(client, ask).await?.0)
+        // Not through `step`: one future less around the decision's. The
+        // ask in a block of its own: a copy kept here would be held to the
+        // end.
+        let submitted = {
+            let ask = self.ask(cost, now, Duration::ZERO)?;
+            self.submit(client, ask)
+        };
+        Ok(submitted.await?.0)
     }
 
     /// [`check_nanos`](Self::check_nanos) within the caller's poll, on
