@@ -150,6 +150,31 @@ pub trait Limiter: Send + Sync {
     async fn inspect(&self, key: &[u8]) -> Result<Inspection, Error>;
 }
 
+/// Deciding methods of [`Limiter`] ([`check`](Limiter::check),
+/// [`check_n`](Limiter::check_n), [`check_at`](Limiter::check_at))
+/// written with the signatures `async_trait` gives them, for an impl that
+/// returns a future boxed elsewhere instead of boxing one more around it.
+/// The caller names the receiver and the arguments, so that each body, an
+/// expression of type [`Decided`], can use them.
+macro_rules! deciding_methods {
+    ($this:ident; $($name:ident($key:ident $(, $arg:ident: $ty:ty)*) => $body:expr),* $(,)?) => {
+        $(
+            fn $name<'life0, 'life1, 'async_trait>(
+                &'life0 $this,
+                $key: &'life1 [u8],
+                $($arg: $ty),*
+            ) -> Decided<'async_trait>
+            where
+                'life0: 'async_trait,
+                'life1: 'async_trait,
+                Self: 'async_trait,
+            {
+                $body
+            }
+        )*
+    };
+}
+
 /// Each method is the limiter's own.
 #[async_trait]
 impl Limiter for RateLimiter {
@@ -164,40 +189,11 @@ impl Limiter for RateLimiter {
     // The deciding calls box a future as large as the limiter's own
     // algorithm needs, not the largest any algorithm does; see
     // `boxed_check`.
-    fn check<'life0, 'life1, 'async_trait>(&'life0 self, key: &'life1 [u8]) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.boxed_check(key, 1, None)
-    }
-
-    fn check_n<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        cost: u64,
-    ) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.boxed_check(key, cost, None)
-    }
-
-    fn check_at<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        self.boxed_check(key, cost, Some(at))
+    deciding_methods! {
+        self;
+        check(key) => self.boxed_check(key, 1, None),
+        check_n(key, cost: u64) => self.boxed_check(key, cost, None),
+        check_at(key, cost: u64, at: DateTime<Utc>) => self.boxed_check(key, cost, Some(at)),
     }
 
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
@@ -238,40 +234,11 @@ impl<L: Limiter + ?Sized> Limiter for Arc<L> {
     // without boxing it again in one of their own: a decision through an
     // `Arc<dyn Limiter>` (the http layer's, `Policies`') costs one
     // allocation, not two.
-    fn check<'life0, 'life1, 'async_trait>(&'life0 self, key: &'life1 [u8]) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).check(key)
-    }
-
-    fn check_n<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        cost: u64,
-    ) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).check_n(key, cost)
-    }
-
-    fn check_at<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        cost: u64,
-        at: DateTime<Utc>,
-    ) -> Decided<'async_trait>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).check_at(key, cost, at)
+    deciding_methods! {
+        self;
+        check(key) => (**self).check(key),
+        check_n(key, cost: u64) => (**self).check_n(key, cost),
+        check_at(key, cost: u64, at: DateTime<Utc>) => (**self).check_at(key, cost, at),
     }
 
     fn check_now(

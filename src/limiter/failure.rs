@@ -261,34 +261,22 @@ impl Failures {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        let stand_in = match self.waits_for_stand_in(&outcome) {
-            true => self.stand_in(key, cost, now).await,
-            false => None,
+        let stand_in = match &self.policy {
+            Policy::Fallback(local) if self.waits_for_stand_in(&outcome) => {
+                Some(Box::pin(local.decide(key, cost, now)).await)
+            }
+            _ => None,
         };
         self.settle(outcome, quota, stand_in)
     }
 
-    /// The local stand-in's decision, under [`FailurePolicy::Fallback`]:
-    /// for an outcome it [waits for](Self::waits_for_stand_in).
-    pub(crate) async fn stand_in(
-        &self,
-        key: &[u8],
-        cost: u64,
-        now: i64,
-    ) -> Option<Result<Decision, Error>> {
-        match &self.policy {
-            Policy::Fallback(local) => Some(Box::pin(local.decide(key, cost, now)).await),
-            _ => None,
-        }
-    }
-
-    /// Whether a limiter waits for a [stand-in](Self::stand_in)'s decision
-    /// on `outcome`: a store's failure under [`FailurePolicy::Fallback`].
-    /// Otherwise [`settle`](Self::settle) decides it, within the caller's
+    /// Whether [`decide`](Self::decide) waits for the local stand-in's
+    /// decision on `outcome`: a store's failure under
+    /// [`FailurePolicy::Fallback`]. Otherwise [`settle`](Self::settle) decides it, within the caller's
     /// poll.
     pub(crate) fn waits_for_stand_in(&self, outcome: &Result<Decision, Error>) -> bool {
         matches!(self.policy, Policy::Fallback(_))
-            && matches!(outcome, Err(Error::Store(_) | Error::DeadlineExceeded(_)))
+            && matches!(outcome, Err(error) if store_failed(error))
     }
 
     /// [`decide`](Self::decide)'s answer once the stand-in, if any, has
@@ -300,9 +288,7 @@ impl Failures {
         stand_in: Option<Result<Decision, Error>>,
     ) -> Result<Decision, Error> {
         let outcome = match outcome {
-            Err(error @ (Error::Store(_) | Error::DeadlineExceeded(_))) => {
-                self.absorb(error, quota, stand_in)
-            }
+            Err(error) if store_failed(&error) => self.absorb(error, quota, stand_in),
             other => other,
         };
         match &outcome {
@@ -367,6 +353,12 @@ impl Failures {
             let _ = Box::pin(local.reset(key)).await;
         }
     }
+}
+
+/// Whether `error` is the store's failure, which the policy decides in
+/// its place: the store failed, or did not answer within the deadline.
+fn store_failed(error: &Error) -> bool {
+    matches!(error, Error::Store(_) | Error::DeadlineExceeded(_))
 }
 
 #[cfg(test)]

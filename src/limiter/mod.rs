@@ -107,10 +107,7 @@ impl RateLimiter {
         let now = self.now()?;
         match self.decide_now(key, 1, now) {
             Some(outcome) => outcome,
-            None => {
-                self.decide_waiting(key, 1, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
-                    .await
-            }
+            None => self.waiting(key, 1, now).await,
         }
     }
 
@@ -121,10 +118,7 @@ impl RateLimiter {
         let now = self.now()?;
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => {
-                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
-                    .await
-            }
+            None => self.waiting(key, cost, now).await,
         }
     }
 
@@ -145,10 +139,7 @@ impl RateLimiter {
         let now = unix_nanos(at)?;
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => {
-                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
-                    .await
-            }
+            None => self.waiting(key, cost, now).await,
         }
     }
 
@@ -330,11 +321,27 @@ impl RateLimiter {
     pub(crate) async fn decide(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
         match self.decide_now(key, cost, now) {
             Some(outcome) => outcome,
-            None => {
-                self.decide_waiting(key, cost, |_| Ok(now), |k, c, n| self.engine.check(k, c, n))
-                    .await
-            }
+            None => self.waiting(key, cost, now).await,
         }
+    }
+
+    /// [`decide_waiting`](Self::decide_waiting) at `now` through
+    /// [`Engine::check`]: what the deciding methods await once
+    /// [`decide_now`](Self::decide_now) has found that the store must be
+    /// waited for. A plain function, so that its caller's future holds
+    /// the waiting decision's future itself, not one more around it.
+    fn waiting<'a>(
+        &'a self,
+        key: &'a [u8],
+        cost: u64,
+        now: i64,
+    ) -> impl Future<Output = Result<Decision, Error>> + 'a {
+        self.decide_waiting(
+            key,
+            cost,
+            move |_| Ok(now),
+            |k, c, n| self.engine.check(k, c, n),
+        )
     }
 
     /// [`decide`](Self::decide) as a future, for a store that must be
