@@ -44,14 +44,17 @@ impl Slot {
     }
 
     /// Sends batches until the queue is empty, then frees the slot. One
-    /// list of jobs serves every batch in turn.
+    /// list of jobs, and one of their answers, serve every batch in turn.
     pub(super) async fn drive(mut self) {
         self.started = true;
+        let mut answers = Vec::new();
         loop {
             // Out of `pending` while they are sent: a slot dropped
             // meanwhile must not report them unsent.
             let mut jobs = std::mem::take(&mut self.pending);
-            self.inner.run_jobs(self.lane, &mut jobs).await;
+            self.inner
+                .run_jobs(self.lane, &mut jobs, &mut answers)
+                .await;
             if !self.inner.next_batch(self.lane, &mut jobs) {
                 self.finished = true;
                 return;
