@@ -82,11 +82,12 @@ pub(crate) type JobResults = Result<Answers, StoreError>;
 struct Job {
     request: Request,
     /// Empty, with room for the request's answers: allocated as the job
-    /// is queued, by its caller, rather than by the batch that sends it.
-    /// The caller frees its last answers just before, so the allocator's
-    /// per-thread cache has the block; a batch allocating a list for each
-    /// of its jobs in a row ran past that cache (seven blocks a size) and
-    /// cost some 400 instructions a job (callgrind, 256 in flight).
+    /// is queued, by its caller, one among that caller's own allocations
+    /// and frees (a caller that decides again has just freed its last
+    /// list), rather than by the batch that sends it. A batch allocating
+    /// a list for each of its jobs in a row ran past the allocator's
+    /// per-thread cache (seven blocks a size), and each list then cost
+    /// some 400 instructions (callgrind, 256 in flight).
     answers: Answers,
     reply: oneshot::Sender<JobResults>,
 }
