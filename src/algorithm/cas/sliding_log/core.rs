@@ -81,7 +81,14 @@ impl CasCore for SlidingLogCore {
             return Some(Log(Vec::new()));
         }
         let (first, mut rest) = rest.split_first_chunk::<8>()?;
-        let mut entries = vec![i64::from_le_bytes(*first)];
+        // Room for every entry at once, not grown by doubling: each takes a
+        // byte at least, and more than `limit` are refused below, so the
+        // room is bounded by the limit whatever the value read.
+        let room = rest
+            .len()
+            .min(usize::try_from(self.limit).unwrap_or(usize::MAX));
+        let mut entries = Vec::with_capacity(room.saturating_add(1));
+        entries.push(i64::from_le_bytes(*first));
         let mut previous = entries[0];
         while !rest.is_empty() {
             let mut delta: u64 = 0;
@@ -134,7 +141,10 @@ impl CasCore for SlidingLogCore {
         let count = live.len() as u64;
         let allowed = count + ask.cost <= self.limit;
         let record = allowed || ask.strict;
-        let after: Vec<i64> = if record {
+        // The log to write, when the request is recorded; a denial that
+        // records nothing decides on the live entries as they are, with
+        // no copy of a log that can hold the whole limit.
+        let recorded: Option<Vec<i64>> = record.then(|| {
             // Strict mode: a denied request's entries push out the oldest.
             let overflow = (count + ask.cost).saturating_sub(self.limit) as usize;
             let keep = &live[overflow.min(live.len())..];
@@ -143,9 +153,8 @@ impl CasCore for SlidingLogCore {
                 .copied()
                 .chain(std::iter::repeat_n(now, added))
                 .collect()
-        } else {
-            live.to_vec()
-        };
+        });
+        let after = recorded.as_deref().unwrap_or(live);
         let remaining = self.limit - after.len() as u64;
         // Waits count from the request's own time, even when the log's
         // newest entry is ahead of it.
@@ -164,7 +173,7 @@ impl CasCore for SlidingLogCore {
         Step {
             decision,
             delay: Duration::ZERO,
-            write: record.then_some((Log(after), reset_after)),
+            write: recorded.map(|after| (Log(after), reset_after)),
         }
     }
 
