@@ -261,22 +261,22 @@ impl Failures {
         cost: u64,
         now: i64,
     ) -> Result<Decision, Error> {
-        let stand_in = match &self.policy {
-            Policy::Fallback(local) if self.waits_for_stand_in(&outcome) => {
-                Some(Box::pin(local.decide(key, cost, now)).await)
-            }
-            _ => None,
+        let stand_in = match self.stand_in(&outcome) {
+            Some(local) => Some(Box::pin(local.decide(key, cost, now)).await),
+            None => None,
         };
         self.settle(outcome, quota, stand_in)
     }
 
-    /// Whether [`decide`](Self::decide) waits for the local stand-in's
-    /// decision on `outcome`: a store's failure under
-    /// [`FailurePolicy::Fallback`]. Otherwise [`settle`](Self::settle) decides it, within the caller's
-    /// poll.
-    pub(crate) fn waits_for_stand_in(&self, outcome: &Result<Decision, Error>) -> bool {
-        matches!(self.policy, Policy::Fallback(_))
-            && matches!(outcome, Err(error) if store_failed(error))
+    /// The local limiter whose decision [`decide`](Self::decide) waits
+    /// for on `outcome`: a store's failure under
+    /// [`FailurePolicy::Fallback`]. Without one, [`settle`](Self::settle)
+    /// decides within the caller's poll.
+    pub(crate) fn stand_in(&self, outcome: &Result<Decision, Error>) -> Option<&RateLimiter> {
+        match (&self.policy, outcome) {
+            (Policy::Fallback(local), Err(error)) if store_failed(error) => Some(local),
+            _ => None,
+        }
     }
 
     /// [`decide`](Self::decide)'s answer once the stand-in, if any, has

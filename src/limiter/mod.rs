@@ -492,7 +492,7 @@ impl RateLimiter {
         cost: u64,
         now: i64,
     ) -> Result<Result<Decision, Error>, contract::Decided<'a>> {
-        if self.failures.waits_for_stand_in(&outcome) {
+        if self.failures.stand_in(&outcome).is_some() {
             return Err(Box::pin(self.conclude(outcome, key, cost, now)));
         }
         Ok(traced(self.failures.settle(outcome, self.spec.quota, None)))
