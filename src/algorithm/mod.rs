@@ -32,8 +32,8 @@ mod settings;
 mod window;
 
 pub use self::cas::{
-    CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation, Sessionize,
-    SharedKnownStates, SlidingLog, TokenBucket, DEFAULT_KNOWN_STATES, MAX_LOG_LIMIT,
+    stored_log_entries, CasPolicy, CasStats, DiscreteRefill, Gcra, HybridQuota, Reservation,
+    Sessionize, SharedKnownStates, SlidingLog, TokenBucket, DEFAULT_KNOWN_STATES, MAX_LOG_LIMIT,
 };
 pub use self::choice::Algorithm;
 pub(crate) use self::engine::Engine;

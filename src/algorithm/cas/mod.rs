@@ -50,7 +50,7 @@ pub use self::policy::{CasPolicy, SharedKnownStates, DEFAULT_KNOWN_STATES};
 pub use self::sessionize::Sessionize;
 pub(crate) use self::sessionize::{sessionize, SessionizeCore};
 pub(crate) use self::sliding_log::{sliding_log, SlidingLogCore};
-pub use self::sliding_log::{SlidingLog, MAX_LOG_LIMIT};
+pub use self::sliding_log::{stored_log_entries, SlidingLog, MAX_LOG_LIMIT};
 pub use self::stats::CasStats;
 pub use self::token_bucket::TokenBucket;
 pub(crate) use self::token_bucket::{token_bucket, TokenBucketCore};

@@ -1,58 +1,13 @@
-//! The sliding log's state: a version byte, the oldest time (a
-//! little-endian `i64`, unix nanoseconds), then each later entry's gap
-//! from the one before as a LEB128 varint.
+//! The sliding log's state, read by the library's own reader of it.
 
 use super::{decoded, stored_as, Decoded, Detail};
 use crate::inspect::units::ms_up;
-
-/// The only version of the format.
-const VERSION: u8 = 1;
-
-/// The log's entries (unix nanoseconds), or `None` if `bytes` is not a log
-/// of at most `limit` entries.
-fn decode_log(bytes: &[u8], limit: u64) -> Option<Vec<i64>> {
-    let (&version, rest) = bytes.split_first()?;
-    if version != VERSION {
-        return None;
-    }
-    if rest.is_empty() {
-        return Some(Vec::new());
-    }
-    let (first, mut rest) = rest.split_first_chunk::<8>()?;
-    let mut previous = i64::from_le_bytes(*first);
-    let mut entries = vec![previous];
-    while !rest.is_empty() {
-        previous = previous.checked_add_unsigned(varint(&mut rest)?)?;
-        entries.push(previous);
-        if entries.len() as u64 > limit {
-            return None;
-        }
-    }
-    Some(entries)
-}
-
-/// Takes one LEB128 varint off the front of `bytes`; `None` if it is cut
-/// short or holds more than 64 bits.
-fn varint(bytes: &mut &[u8]) -> Option<u64> {
-    let mut value: u64 = 0;
-    for shift in (0..64).step_by(7) {
-        let (&byte, tail) = bytes.split_first()?;
-        *bytes = tail;
-        if shift == 63 && byte > 1 {
-            return None;
-        }
-        value |= u64::from(byte & 0x7f) << shift;
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
+use memcache_ratelimit::algorithm::stored_log_entries;
 
 /// A log of the admitted requests' times: those after `now − period`
 /// count.
 pub fn sliding_log(raw: Option<&[u8]>, now: i64, period: i128, limit: u64) -> Decoded {
-    let parsed = raw.and_then(|bytes| decode_log(bytes, limit));
+    let parsed = raw.and_then(|bytes| stored_log_entries(bytes, limit));
     let after = i128::from(now) - period;
     let inside: Vec<i64> = parsed
         .iter()
@@ -86,9 +41,11 @@ mod tests {
 
     #[test]
     fn a_sliding_log_counts_the_entries_in_the_period() {
-        // 70 s ago (out of the period), 50 s ago, and 1 ns later.
-        let mut bytes = vec![VERSION];
+        // 70 s ago (out of the period), 50 s ago, and 1 ns later: the
+        // version, the oldest and newest entries, then the distances.
+        let mut bytes = vec![2];
         bytes.extend_from_slice(&(NOW - 70 * SECOND).to_le_bytes());
+        bytes.extend_from_slice(&(NOW - 50 * SECOND + 1).to_le_bytes());
         // 20 s: 20_000_000_000 ns, in LEB128.
         bytes.extend_from_slice(&[0x80, 0x90, 0xdf, 0xc0, 0x4a]);
         bytes.push(1);
@@ -103,16 +60,7 @@ mod tests {
             panic!("{decoded:?}")
         };
         assert_eq!((stored_entries, in_window), (Some(3), 2));
-        assert_eq!(decode_log(&[2], 3), None);
-        assert_eq!(decode_log(&[1, 0, 0], 3), None);
-    }
-
-    #[test]
-    fn a_varint_holds_at_most_64_bits() {
-        let max = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
-        assert_eq!(varint(&mut &max[..]), Some(u64::MAX));
-        let over = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
-        assert_eq!(varint(&mut &over[..]), None);
-        assert_eq!(varint(&mut &[0x80][..]), None);
+        let garbage = sliding_log(Some(&[1, 0, 0]), NOW, MINUTE, 3);
+        assert_eq!(summary(&garbage).0, "unreadable");
     }
 }

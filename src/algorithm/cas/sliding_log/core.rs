@@ -1,6 +1,7 @@
 //! The arithmetic of [`SlidingLog`](super): a pure function from the stored
 //! log, the time and the request to a decision and the log to write.
 
+use super::log::Log;
 use super::VERSION;
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
 use crate::decision::Decision;
@@ -16,17 +17,52 @@ pub(crate) struct SlidingLogCore {
     pub(super) suffix: String,
 }
 
-/// The recorded timestamps (unix nanoseconds), oldest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Log(pub(super) Vec<i64>);
-
 impl SlidingLogCore {
     pub(crate) fn new(quota: Quota) -> Self {
         let period = i64::try_from(quota.period().as_nanos()).unwrap_or(i64::MAX);
         Self {
             limit: quota.limit(),
             period,
-            suffix: parameter_suffix("log", &format!("{}/{period}", quota.limit())),
+            // The format's version is a parameter: a log of another format
+            // is at another key, never misread.
+            suffix: parameter_suffix("log", &format!("{}/{period}/v{VERSION}", quota.limit())),
+        }
+    }
+
+    /// Records the request in `log`, whose oldest `gone` entries left the
+    /// window at `now`: allowed if it fits, else (strict mode) its entries
+    /// push out the oldest ones.
+    fn record(&self, log: &Log, gone: usize, now: i64, ask: Ask) -> Step<Log> {
+        let live: Vec<i64> = log.entries().skip(gone).collect();
+        let count = live.len() as u64;
+        let allowed = count + ask.cost <= self.limit;
+        let overflow = (count + ask.cost).saturating_sub(self.limit) as usize;
+        let keep = &live[overflow.min(live.len())..];
+        let added = ask.cost as usize - overflow.saturating_sub(live.len());
+        let after: Vec<i64> = keep
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(now, added))
+            .collect();
+        let remaining = self.limit - after.len() as u64;
+        // Waits count from the request's own time, even when the log's
+        // newest entry is ahead of it.
+        let reset_after = after
+            .last()
+            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, ask.now));
+        let decision = if allowed {
+            Decision::allowed(self.limit, remaining, reset_after)
+        } else {
+            // The oldest `excess` entries must leave for the cost to fit.
+            let excess = (after.len() as u64 + ask.cost - self.limit) as usize;
+            let retry = self.until_gone(after[excess - 1], ask.now);
+            Decision::denied(self.limit, remaining, reset_after, retry)
+        }
+        .with_used(after.len() as f64);
+        Step {
+            decision,
+            delay: Duration::ZERO,
+            write: Some((Log::from_entries(&after), reset_after)),
         }
     }
 
@@ -49,131 +85,61 @@ impl CasCore for SlidingLogCore {
     }
 
     fn encode(&self, log: &Log) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(9 + log.0.len());
-        bytes.push(VERSION);
-        let Some((&first, rest)) = log.0.split_first() else {
-            return bytes;
-        };
-        bytes.extend_from_slice(&first.to_le_bytes());
-        let mut previous = first;
-        for &entry in rest {
-            let mut delta = entry.abs_diff(previous);
-            previous = entry;
-            loop {
-                let byte = (delta & 0x7f) as u8;
-                delta >>= 7;
-                if delta == 0 {
-                    bytes.push(byte);
-                    break;
-                }
-                bytes.push(byte | 0x80);
-            }
-        }
+        let mut bytes = Vec::new();
+        log.encode_into(&mut bytes);
         bytes
     }
 
+    fn encode_into(&self, log: &Log, out: &mut Vec<u8>) {
+        log.encode_into(out);
+    }
+
     fn decode(&self, bytes: &[u8]) -> Option<Log> {
-        let (&version, rest) = bytes.split_first()?;
-        if version != VERSION {
-            return None;
-        }
-        if rest.is_empty() {
-            return Some(Log(Vec::new()));
-        }
-        let (first, mut rest) = rest.split_first_chunk::<8>()?;
-        // Room for every entry at once, not grown by doubling: each takes a
-        // byte at least, and more than `limit` are refused below, so the
-        // room is bounded by the limit whatever the value read.
-        let room = rest
-            .len()
-            .min(usize::try_from(self.limit).unwrap_or(usize::MAX));
-        let mut entries = Vec::with_capacity(room.saturating_add(1));
-        entries.push(i64::from_le_bytes(*first));
-        let mut previous = entries[0];
-        while !rest.is_empty() {
-            let mut delta: u64 = 0;
-            let mut shift = 0;
-            loop {
-                let (&byte, tail) = rest.split_first()?;
-                rest = tail;
-                if shift == 63 && byte > 1 {
-                    return None; // more than 64 bits
-                }
-                delta |= u64::from(byte & 0x7f) << shift;
-                if byte & 0x80 == 0 {
-                    break;
-                }
-                shift += 7;
-            }
-            previous = previous.checked_add_unsigned(delta)?;
-            entries.push(previous);
-            if entries.len() as u64 > self.limit {
-                return None;
-            }
-        }
-        Some(Log(entries))
+        Log::decode(bytes, self.limit)
     }
 
     /// Entries after `now` plus the skew are clamped to it: no writer's
     /// clock could have been that far ahead. The log stays sorted.
     fn repair(&self, log: &mut Log, now: i64, skew: i64) -> bool {
-        let latest = now.saturating_add(skew);
-        let mut beyond = false;
-        for entry in log.0.iter_mut().rev() {
-            if *entry <= latest {
-                break;
-            }
-            *entry = latest;
-            beyond = true;
-        }
-        beyond
+        log.clamp_to(now.saturating_add(skew))
     }
 
     fn decide(&self, state: Option<&Log>, ask: Ask) -> Step<Log> {
-        let entries = state.map_or(&[][..], |log| &log.0[..]);
+        let empty = Log::from_entries(&[]);
+        let log = state.unwrap_or(&empty);
         // Time never runs backwards for a key: an older event is decided
         // and recorded as of the newest entry.
-        let now = entries
-            .last()
-            .map_or(ask.now, |&newest| ask.now.max(newest));
+        let now = log.newest().map_or(ask.now, |newest| ask.now.max(newest));
         let cutoff = now.saturating_sub(self.period);
-        let live = &entries[entries.partition_point(|&entry| entry <= cutoff)..];
-        let count = live.len() as u64;
+        // The entries that left the window are the oldest: only they are
+        // read, and none when the newest has left too.
+        let gone = match log.newest() {
+            Some(newest) if newest > cutoff => {
+                log.entries().take_while(|&entry| entry <= cutoff).count()
+            }
+            _ => log.len(),
+        };
+        let count = (log.len() - gone) as u64;
         let allowed = count + ask.cost <= self.limit;
-        let record = allowed || ask.strict;
-        // The log to write, when the request is recorded; a denial that
-        // records nothing decides on the live entries as they are, with
-        // no copy of a log that can hold the whole limit.
-        let recorded: Option<Vec<i64>> = record.then(|| {
-            // Strict mode: a denied request's entries push out the oldest.
-            let overflow = (count + ask.cost).saturating_sub(self.limit) as usize;
-            let keep = &live[overflow.min(live.len())..];
-            let added = ask.cost as usize - overflow.saturating_sub(live.len());
-            keep.iter()
-                .copied()
-                .chain(std::iter::repeat_n(now, added))
-                .collect()
-        });
-        let after = recorded.as_deref().unwrap_or(live);
-        let remaining = self.limit - after.len() as u64;
-        // Waits count from the request's own time, even when the log's
-        // newest entry is ahead of it.
-        let reset_after = after
-            .last()
-            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, ask.now));
-        let decision = if allowed {
-            Decision::allowed(self.limit, remaining, reset_after)
-        } else {
-            // The oldest `excess` entries must leave for the cost to fit.
-            let excess = (after.len() as u64 + ask.cost - self.limit) as usize;
-            let retry = self.until_gone(after[excess - 1], ask.now);
-            Decision::denied(self.limit, remaining, reset_after, retry)
+        if allowed || ask.strict {
+            return self.record(log, gone, now, ask);
         }
-        .with_used(after.len() as f64);
+        // A denial that records nothing reads no further than the oldest
+        // entries that must leave for the cost to fit.
+        let excess = (count + ask.cost - self.limit) as usize;
+        let retry = log
+            .entries()
+            .nth(gone + excess - 1)
+            .map_or(Duration::ZERO, |entry| self.until_gone(entry, ask.now));
+        let reset_after = log
+            .newest()
+            .filter(|_| count > 0)
+            .map_or(Duration::ZERO, |newest| self.until_gone(newest, ask.now));
         Step {
-            decision,
+            decision: Decision::denied(self.limit, self.limit - count, reset_after, retry)
+                .with_used(count as f64),
             delay: Duration::ZERO,
-            write: recorded.map(|after| (Log(after), reset_after)),
+            write: None,
         }
     }
 
@@ -185,7 +151,7 @@ impl CasCore for SlidingLogCore {
     /// its entries already left the window), older ones go, which frees it
     /// later, never sooner, and never more entries than the log holds.
     fn refund(&self, state: Option<&Log>, ask: Ask) -> Step<Log> {
-        let entries = state.map_or(&[][..], |log| &log.0[..]);
+        let entries = state.map_or_else(Vec::new, Log::to_vec);
         // The window as a decision at this time would see it.
         let now = entries
             .last()
@@ -211,7 +177,7 @@ impl CasCore for SlidingLogCore {
             decision: Decision::allowed(self.limit, remaining, reset_after)
                 .with_used(after.len() as f64),
             delay: Duration::ZERO,
-            write: (removed > 0).then_some((Log(after), reset_after)),
+            write: (removed > 0).then(|| (Log::from_entries(&after), reset_after)),
         }
     }
 }

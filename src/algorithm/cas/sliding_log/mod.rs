@@ -1,6 +1,9 @@
 //! The exact sliding log, by optimistic compare-and-swap.
 
 mod core;
+mod log;
+#[cfg(test)]
+mod log_tests;
 #[cfg(test)]
 mod tests;
 
@@ -25,8 +28,33 @@ use crate::quota::Quota;
 /// ```
 pub const MAX_LOG_LIMIT: u64 = 10_000;
 
+/// The entries (unix nanoseconds, oldest first) of a [`SlidingLog`]'s
+/// stored value, or `None` if `bytes` are not a log of at most `limit`
+/// entries: for tools that read the store, such as an operator's
+/// inspector. Reads the value exactly as the limiter does, clamping
+/// included (see the format in [`SlidingLog`]).
+///
+/// ```
+/// use memcache_ratelimit::algorithm::stored_log_entries;
+///
+/// let at: i64 = 1_800_000_000_000_000_000;
+/// // The version, the oldest and the newest entry, then the distances of
+/// // the second and third entries: 0, and 300 as a varint.
+/// let mut bytes = vec![2];
+/// bytes.extend_from_slice(&at.to_le_bytes());
+/// bytes.extend_from_slice(&(at + 300).to_le_bytes());
+/// bytes.extend_from_slice(&[0, 0x80 | 44, 2]);
+/// assert_eq!(stored_log_entries(&bytes, 3), Some(vec![at, at, at + 300]));
+/// // More entries than the limit, or not a log at all.
+/// assert_eq!(stored_log_entries(&bytes, 2), None);
+/// assert_eq!(stored_log_entries(b"garbage", 3), None);
+/// ```
+pub fn stored_log_entries(bytes: &[u8], limit: u64) -> Option<Vec<i64>> {
+    log::Log::decode(bytes, limit).map(|log| log.to_vec())
+}
+
 /// The first byte of every stored log, so even an empty log is a value.
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// The exact sliding log ("Designing an API Rate Limiter", system design interview notes, "Sliding (Rolling) Log").
 ///
@@ -41,10 +69,11 @@ const VERSION: u8 = 1;
 /// on every decision, in the shared optimistic loop
 /// ([`CasPolicy`](crate::algorithm::CasPolicy)).
 ///
-/// The log is stored compactly: a version byte, the oldest timestamp as a
-/// little-endian `i64` (unix nanoseconds), then each later entry as the
-/// LEB128 varint of its distance from the previous one (1 byte for entries
-/// of one request, 1 to 8 bytes otherwise).
+/// The log is stored compactly: a version byte, the oldest and the newest
+/// timestamps as little-endian `i64`s (unix nanoseconds), then each later
+/// entry as the LEB128 varint of its distance from the previous one (1 byte
+/// for entries of one request, 1 to 8 bytes otherwise). A denial reads the
+/// ends and the oldest entries only, not the whole log.
 ///
 /// **Decision**: `remaining` is `limit` minus the entries after the
 /// decision; `retry_after` is the time until enough of the oldest entries
