@@ -44,7 +44,7 @@ fn stored(out: &mut String, report: &Report, key: &Key, state: &State) {
         Detail::TokenBucket { .. } => "<tokens> <updated, unix ns>",
         Detail::Gcra { .. } => "the theoretical arrival time, in 1/limit ns since the epoch",
         Detail::SlidingLog { .. } => {
-            "version 2, the oldest and newest times (i64 LE, unix ns), then LEB128 gaps"
+            "version 3, the oldest and newest times (i64 LE, unix ns), a check, then LEB128 gaps"
         }
         Detail::HybridQuota { .. } => "<b(ursty)|s(mooth)> <bucket> <time, unix ns>",
         Detail::DiscreteRefill {

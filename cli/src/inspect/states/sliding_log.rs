@@ -42,10 +42,12 @@ mod tests {
     #[test]
     fn a_sliding_log_counts_the_entries_in_the_period() {
         // 70 s ago (out of the period), 50 s ago, and 1 ns later: the
-        // version, the oldest and newest entries, then the distances.
-        let mut bytes = vec![2];
+        // version, the oldest and newest entries, a check, then the
+        // distances.
+        let mut bytes = vec![3];
         bytes.extend_from_slice(&(NOW - 70 * SECOND).to_le_bytes());
         bytes.extend_from_slice(&(NOW - 50 * SECOND + 1).to_le_bytes());
+        bytes.extend_from_slice(&[0; 8]);
         // 20 s: 20_000_000_000 ns, in LEB128.
         bytes.extend_from_slice(&[0x80, 0x90, 0xdf, 0xc0, 0x4a]);
         bytes.push(1);

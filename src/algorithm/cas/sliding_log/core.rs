@@ -33,36 +33,39 @@ impl SlidingLogCore {
     /// window at `now`: allowed if it fits, else (strict mode) its entries
     /// push out the oldest ones.
     fn record(&self, log: &Log, gone: usize, now: i64, ask: Ask) -> Step<Log> {
-        let live: Vec<i64> = log.entries().skip(gone).collect();
-        let count = live.len() as u64;
+        let count = (log.len() - gone) as u64;
         let allowed = count + ask.cost <= self.limit;
-        let overflow = (count + ask.cost).saturating_sub(self.limit) as usize;
-        let keep = &live[overflow.min(live.len())..];
-        let added = ask.cost as usize - overflow.saturating_sub(live.len());
-        let after: Vec<i64> = keep
-            .iter()
-            .copied()
-            .chain(std::iter::repeat_n(now, added))
-            .collect();
-        let remaining = self.limit - after.len() as u64;
+        // Strict mode: a denied request's entries push out the oldest.
+        let overflow = (count + ask.cost).saturating_sub(self.limit);
+        let first = gone + overflow.min(count) as usize;
+        let added = (ask.cost - overflow.saturating_sub(count)) as usize;
+        let after = log.len() - first + added;
+        let remaining = self.limit - after as u64;
+        // The limiter refuses a cost of 0 before this; decided anyway, it
+        // records nothing.
+        let written = match added {
+            0 => Log::from_entries(&log.to_vec()[first..]),
+            added => log.recorded_after(first, now, added),
+        };
         // Waits count from the request's own time, even when the log's
         // newest entry is ahead of it.
-        let reset_after = after
-            .last()
-            .map_or(Duration::ZERO, |&newest| self.until_gone(newest, ask.now));
+        let reset_after = written
+            .newest()
+            .map_or(Duration::ZERO, |newest| self.until_gone(newest, ask.now));
         let decision = if allowed {
             Decision::allowed(self.limit, remaining, reset_after)
         } else {
             // The oldest `excess` entries must leave for the cost to fit.
-            let excess = (after.len() as u64 + ask.cost - self.limit) as usize;
-            let retry = self.until_gone(after[excess - 1], ask.now);
+            let excess = (after as u64 + ask.cost - self.limit) as usize;
+            let oldest_to_leave = log.entries().nth(first + excess - 1).unwrap_or(now);
+            let retry = self.until_gone(oldest_to_leave, ask.now);
             Decision::denied(self.limit, remaining, reset_after, retry)
         }
-        .with_used(after.len() as f64);
+        .with_used(after as f64);
         Step {
             decision,
             delay: Duration::ZERO,
-            write: Some((Log::from_entries(&after), reset_after)),
+            write: Some((written, reset_after)),
         }
     }
 

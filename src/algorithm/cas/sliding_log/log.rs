@@ -7,8 +7,16 @@
 //! stored whole and the count given by the framing, a denial reads the
 //! front of the log and nothing else: at the largest limit, 10,000 entries,
 //! decoding every entry was most of the decision's cost.
+//!
+//! A write keeps the distances it can as they are: the entries that stay
+//! are a tail of the log, and their distances a tail of its bytes. That
+//! holds when the distances add up to the distance between the two ends,
+//! as they do in every log this crate writes; a check stored beside them
+//! (XXH3 of the ends and the distances) tells such a log from one that
+//! only looks like it, which is read and rewritten entry by entry.
 
 use super::VERSION;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 /// The recorded timestamps (unix nanoseconds), oldest first: the stored
 /// form itself.
@@ -20,7 +28,7 @@ use super::VERSION;
 /// therefore always sorted and within `[oldest, newest]`, whatever the
 /// distances hold, and reading any prefix of them gives the same entries
 /// as reading them all.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Log {
     len: usize,
     oldest: i64,
@@ -28,43 +36,129 @@ pub(crate) struct Log {
     /// `len - 1` LEB128 varints: the distance of each entry after the
     /// first from the one before it.
     distances: Vec<u8>,
+    sums: Sums,
 }
 
-/// The size of a non-empty log's header: the version byte, then the
-/// oldest and the newest entry as little-endian `i64`s.
-const HEADER: usize = 1 + 8 + 8;
+/// Whether a log's distances add up to `newest - oldest`, so that a tail
+/// of them can be kept as it is.
+#[derive(Debug, Clone, Copy)]
+enum Sums {
+    /// Built here, from entries.
+    Known,
+    /// Read from the store with this check, not verified yet.
+    Stored(u64),
+    /// Changed after it was read (clamped), or its check failed.
+    Unknown,
+}
+
+/// Logs are equal when they hold the same bytes, whatever is known of
+/// their sums.
+impl PartialEq for Log {
+    fn eq(&self, other: &Log) -> bool {
+        (self.len, self.oldest, self.newest, &self.distances)
+            == (other.len, other.oldest, other.newest, &other.distances)
+    }
+}
+
+impl Eq for Log {}
+
+/// The size of a non-empty log's header: the version byte, the oldest and
+/// the newest entry as little-endian `i64`s, then the check.
+const HEADER: usize = 1 + 8 + 8 + 8;
 
 impl Log {
     /// A log holding `entries`, which must be sorted.
     pub(crate) fn from_entries(entries: &[i64]) -> Log {
-        debug_assert!(entries.is_sorted());
-        let (Some(&oldest), Some(&newest)) = (entries.first(), entries.last()) else {
-            return Log {
+        match entries.split_last() {
+            Some((&newest, kept)) => Log::recorded(kept, newest, 1),
+            None => Log {
                 len: 0,
                 oldest: 0,
                 newest: 0,
                 distances: Vec::new(),
-            };
-        };
-        let mut distances = Vec::with_capacity(entries.len() - 1);
-        for pair in entries.windows(2) {
-            let mut distance = pair[1].abs_diff(pair[0]);
-            loop {
-                let byte = (distance & 0x7f) as u8;
-                distance >>= 7;
-                if distance == 0 {
-                    distances.push(byte);
-                    break;
+                sums: Sums::Known,
+            },
+        }
+    }
+
+    /// A log holding `kept` (sorted, none after `at`), then `times`
+    /// entries at `at` (at least one).
+    pub(crate) fn recorded(kept: &[i64], at: i64, times: usize) -> Log {
+        debug_assert!(times > 0 && kept.is_sorted() && kept.last().is_none_or(|&last| last <= at));
+        // Room for distances of up to 4 bytes (268 ms in nanoseconds)
+        // without growing.
+        let mut distances = Vec::with_capacity(4 * kept.len() + times);
+        let oldest = match kept.split_first() {
+            Some((&oldest, rest)) => {
+                let mut previous = oldest;
+                for &entry in rest.iter().chain([at].iter()) {
+                    push_varint(&mut distances, entry.abs_diff(previous));
+                    previous = entry;
                 }
-                distances.push(byte | 0x80);
+                oldest
             }
-        }
+            None => at,
+        };
+        distances.resize(distances.len() + times.saturating_sub(1), 0);
         Log {
-            len: entries.len(),
+            len: kept.len() + times.max(1),
             oldest,
-            newest,
+            newest: at,
             distances,
+            sums: Sums::Known,
         }
+    }
+
+    /// The log of this one's entries from index `first` on, then `times`
+    /// entries at `at` (at least one; `at` no older than the newest
+    /// entry). A log whose sums hold keeps the distances after `first` as
+    /// they are, and reads only the entries before it; any other is
+    /// rewritten from its entries.
+    pub(crate) fn recorded_after(&self, first: usize, at: i64, times: usize) -> Log {
+        debug_assert!(at >= self.newest || self.len == 0);
+        if first >= self.len {
+            return Log::recorded(&[], at, times);
+        }
+        if first + 1 == self.len {
+            return Log::recorded(&[self.newest], at, times);
+        }
+        if !self.sums_hold() {
+            return Log::recorded(&self.to_vec()[first..], at, times);
+        }
+        let mut entries = self.entries();
+        let oldest = entries.nth(first).unwrap_or(at);
+        // `first` is not the last entry, so the cursor stands after its
+        // distance: the rest are those of the entries kept after it.
+        let kept = entries.rest;
+        let mut distances = Vec::with_capacity(kept.len() + 10 + times);
+        distances.extend_from_slice(kept);
+        push_varint(&mut distances, at.abs_diff(self.newest));
+        distances.resize(distances.len() + times.saturating_sub(1), 0);
+        Log {
+            len: self.len - first + times.max(1),
+            oldest,
+            newest: at,
+            distances,
+            sums: Sums::Known,
+        }
+    }
+
+    /// Whether the distances add up to `newest - oldest`: known for a log
+    /// built here, else its stored check is verified.
+    pub(super) fn sums_hold(&self) -> bool {
+        match self.sums {
+            Sums::Known => true,
+            Sums::Stored(check) => check == self.check(),
+            Sums::Unknown => false,
+        }
+    }
+
+    /// XXH3 of the two ends and the distances.
+    fn check(&self) -> u64 {
+        let mut ends = [0; 16];
+        ends[..8].copy_from_slice(&self.oldest.to_le_bytes());
+        ends[8..].copy_from_slice(&self.newest.to_le_bytes());
+        xxh3_64_with_seed(&self.distances, xxh3_64(&ends))
     }
 
     /// How many entries the log holds.
@@ -87,10 +181,25 @@ impl Log {
         }
     }
 
-    /// Every entry, decoded.
+    /// Every entry, decoded: [`entries`](Self::entries) in one tight
+    /// loop, for the paths that rewrite the log.
     pub(crate) fn to_vec(&self) -> Vec<i64> {
-        let mut entries = Vec::with_capacity(self.len);
-        entries.extend(self.entries());
+        let mut entries = vec![self.newest; self.len];
+        if let Some((first, middle)) = entries.split_first_mut() {
+            *first = self.oldest;
+            let middle = match middle.split_last_mut() {
+                Some((_newest, middle)) => middle,
+                None => middle,
+            };
+            let mut rest = &self.distances[..];
+            let mut previous = self.oldest;
+            for entry in middle {
+                previous = previous
+                    .saturating_add_unsigned(next_varint(&mut rest))
+                    .min(self.newest);
+                *entry = previous;
+            }
+        }
         entries
     }
 
@@ -103,17 +212,25 @@ impl Log {
         // `oldest`, when it is beyond too) clamps every one after it.
         self.newest = latest;
         self.oldest = self.oldest.min(latest);
+        self.sums = Sums::Unknown;
         true
     }
 
     /// Appends the stored form to `out`: the version byte alone for an
-    /// empty log, else the header and the distances.
+    /// empty log, else the header and the distances. The check stored is
+    /// the log's own only when its sums are known to hold, so that a log
+    /// whose sums do not can never pass for one whose do.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         out.reserve(HEADER + self.distances.len());
         out.push(VERSION);
         if self.len > 0 {
+            let check = match self.sums_hold() {
+                true => self.check(),
+                false => !self.check(),
+            };
             out.extend_from_slice(&self.oldest.to_le_bytes());
             out.extend_from_slice(&self.newest.to_le_bytes());
+            out.extend_from_slice(&check.to_le_bytes());
             out.extend_from_slice(&self.distances);
         }
     }
@@ -131,7 +248,8 @@ impl Log {
             return Some(Log::from_entries(&[]));
         }
         let (oldest, rest) = rest.split_first_chunk::<8>()?;
-        let (newest, distances) = rest.split_first_chunk::<8>()?;
+        let (newest, rest) = rest.split_first_chunk::<8>()?;
+        let (check, distances) = rest.split_first_chunk::<8>()?;
         let (oldest, newest) = (i64::from_le_bytes(*oldest), i64::from_le_bytes(*newest));
         if oldest > newest || distances.last().is_some_and(|&last| last & 0x80 != 0) {
             return None;
@@ -145,6 +263,7 @@ impl Log {
             oldest,
             newest,
             distances: distances.to_vec(),
+            sums: Sums::Stored(u64::from_le_bytes(*check)),
         })
     }
 }
@@ -169,28 +288,37 @@ pub(crate) struct Entries<'a> {
     previous: i64,
 }
 
-impl Entries<'_> {
-    /// The next varint, saturating at `u64::MAX`.
-    fn distance(&mut self) -> u64 {
-        let mut distance: u64 = 0;
-        let mut shift: u32 = 0;
-        while let Some((&byte, rest)) = self.rest.split_first() {
-            self.rest = rest;
-            let part = u64::from(byte & 0x7f);
-            if part != 0 {
-                distance = if shift >= 64 || part.leading_zeros() < shift {
-                    u64::MAX
-                } else {
-                    distance | part << shift
-                };
-            }
-            if byte & 0x80 == 0 {
-                break;
-            }
-            shift = shift.saturating_add(7);
-        }
-        distance
+/// Appends `value` as a LEB128 varint.
+fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value & 0x7f) as u8 | 0x80);
+        value >>= 7;
     }
+    out.push(value as u8);
+}
+
+/// Takes the next varint off `rest`, saturating at `u64::MAX` (a varint
+/// of more than 64 bits); what it holds when `rest` ends first.
+#[inline]
+fn next_varint(rest: &mut &[u8]) -> u64 {
+    let mut value: u64 = 0;
+    let mut shift: u32 = 0;
+    while let Some((&byte, tail)) = rest.split_first() {
+        *rest = tail;
+        let part = u64::from(byte & 0x7f);
+        if shift <= 57 {
+            value |= part << shift;
+        } else if part != 0 && (shift > 63 || part > 1) {
+            value = u64::MAX;
+        } else {
+            value |= part << shift.min(63);
+        }
+        if byte < 0x80 {
+            break;
+        }
+        shift = shift.saturating_add(7);
+    }
+    value
 }
 
 impl Iterator for Entries<'_> {
@@ -203,7 +331,7 @@ impl Iterator for Entries<'_> {
             0 => log.oldest,
             index if index + 1 == log.len => log.newest,
             _ => {
-                let distance = self.distance();
+                let distance = next_varint(&mut self.rest);
                 self.previous
                     .saturating_add_unsigned(distance)
                     .min(log.newest)

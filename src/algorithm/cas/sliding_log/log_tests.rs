@@ -5,10 +5,12 @@ use crate::algorithm::cas::core::{Ask, CasCore};
 
 const SECOND: i64 = 1_000_000_000;
 
+/// A header with a check that is not the log's.
 fn header(oldest: i64, newest: i64) -> Vec<u8> {
     let mut bytes = vec![VERSION];
     bytes.extend_from_slice(&oldest.to_le_bytes());
     bytes.extend_from_slice(&newest.to_le_bytes());
+    bytes.extend_from_slice(&[0x5a; 8]);
     bytes
 }
 
@@ -24,7 +26,35 @@ fn encoding_is_compact_and_round_trips() {
     assert_eq!(core.decode(&[VERSION]), Some(Log::from_entries(&[])));
     // One request of cost 3: the header and two one-byte distances.
     let request = core.encode(&Log::from_entries(&[SECOND; 3]));
-    assert_eq!(request, [header(SECOND, SECOND), vec![0, 0]].concat());
+    assert_eq!(request.len(), 25 + 2);
+    assert_eq!(request[..17], header(SECOND, SECOND)[..17]);
+    assert_eq!(request[25..], [0, 0]);
+}
+
+#[test]
+fn the_stored_check_tells_a_log_written_here_from_a_lookalike() {
+    let core = SlidingLogCore::new("10/second".parse().unwrap());
+    let log = Log::from_entries(&[SECOND, SECOND + 300, 2 * SECOND]);
+    let mut bytes = core.encode(&log);
+    assert!(core.decode(&bytes).unwrap().sums_hold());
+    // The same entries with a check that is not theirs: read alike,
+    // trusted less.
+    bytes[17] ^= 1;
+    let lookalike = core.decode(&bytes).unwrap();
+    assert_eq!(lookalike, log);
+    assert!(!lookalike.sums_hold());
+    // A clamped log's distances no longer add up to its ends.
+    let mut clamped = core.decode(&core.encode(&log)).unwrap();
+    assert!(clamped.clamp_to(SECOND + 500));
+    assert!(!clamped.sums_hold());
+    // Kept whole from index 1: the distance after it, then the new one.
+    let kept = log.recorded_after(1, 3 * SECOND, 2);
+    assert_eq!(
+        kept.to_vec(),
+        [SECOND + 300, 2 * SECOND, 3 * SECOND, 3 * SECOND]
+    );
+    assert!(kept.sums_hold());
+    assert_eq!(lookalike.recorded_after(1, 3 * SECOND, 2), kept);
 }
 
 #[test]
@@ -41,7 +71,7 @@ fn decode_rejects_what_is_not_a_log() {
         b"3.25 1800000000",
         &[VERSION - 1],
         &[VERSION, 1, 2, 3],
-        &header(0, 9)[..16],
+        &header(0, 9)[..24],
         &backwards,
         &unfinished,
         &lone,

@@ -38,11 +38,13 @@ pub const MAX_LOG_LIMIT: u64 = 10_000;
 /// use memcache_ratelimit::algorithm::stored_log_entries;
 ///
 /// let at: i64 = 1_800_000_000_000_000_000;
-/// // The version, the oldest and the newest entry, then the distances of
-/// // the second and third entries: 0, and 300 as a varint.
-/// let mut bytes = vec![2];
+/// // The version, the oldest and the newest entry, a check (which only
+/// // decides how a write rewrites the log), then the distances of the
+/// // second and third entries: 0, and 300 as a varint.
+/// let mut bytes = vec![3];
 /// bytes.extend_from_slice(&at.to_le_bytes());
 /// bytes.extend_from_slice(&(at + 300).to_le_bytes());
+/// bytes.extend_from_slice(&[0; 8]);
 /// bytes.extend_from_slice(&[0, 0x80 | 44, 2]);
 /// assert_eq!(stored_log_entries(&bytes, 3), Some(vec![at, at, at + 300]));
 /// // More entries than the limit, or not a log at all.
@@ -54,7 +56,7 @@ pub fn stored_log_entries(bytes: &[u8], limit: u64) -> Option<Vec<i64>> {
 }
 
 /// The first byte of every stored log, so even an empty log is a value.
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// The exact sliding log ("Designing an API Rate Limiter", system design interview notes, "Sliding (Rolling) Log").
 ///
@@ -70,10 +72,12 @@ const VERSION: u8 = 2;
 /// ([`CasPolicy`](crate::algorithm::CasPolicy)).
 ///
 /// The log is stored compactly: a version byte, the oldest and the newest
-/// timestamps as little-endian `i64`s (unix nanoseconds), then each later
-/// entry as the LEB128 varint of its distance from the previous one (1 byte
-/// for entries of one request, 1 to 8 bytes otherwise). A denial reads the
-/// ends and the oldest entries only, not the whole log.
+/// timestamps as little-endian `i64`s (unix nanoseconds), a check (XXH3 of
+/// those and the distances), then each later entry as the LEB128 varint of
+/// its distance from the previous one (1 byte for entries of one request,
+/// 1 to 8 bytes otherwise). A denial reads the ends and the oldest entries
+/// only, not the whole log; a write keeps the distances of the entries
+/// that stay as they are, when the check shows the log was written so.
 ///
 /// **Decision**: `remaining` is `limit` minus the entries after the
 /// decision; `retry_after` is the time until enough of the oldest entries

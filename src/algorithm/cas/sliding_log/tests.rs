@@ -22,9 +22,11 @@ fn ask(cost: u64, now: i64, strict: bool) -> Ask {
 fn run(core: &SlidingLogCore, log: &mut Option<Log>, ask: Ask) -> Decision {
     let step = core.decide(log.as_ref(), ask);
     if let Some((next, _)) = step.write {
-        // Every written state survives the store.
-        assert_eq!(core.decode(&core.encode(&next)), Some(next.clone()));
-        *log = Some(next);
+        // Every written state survives the store, and the next decision
+        // reads it as the store gives it back.
+        let stored = core.decode(&core.encode(&next));
+        assert_eq!(stored, Some(next));
+        *log = stored;
     }
     step.decision
 }
@@ -206,4 +208,16 @@ fn a_refund_gives_back_no_more_than_was_taken() {
     // Nor over the sliding window: the full log lasts until 1 s.
     assert!(run(ask(1, SECOND - 1, false)).is_denied());
     assert!(run(ask(3, SECOND, false)).is_allowed());
+}
+
+#[test]
+fn a_cost_of_zero_records_nothing_and_drops_what_left() {
+    // The limiter refuses a cost of 0 before the core; the core still
+    // decides it, recording no entry.
+    let log_core = core("3/10s");
+    let log = Log::from_entries(&[0, 8 * SECOND]);
+    let step = log_core.decide(Some(&log), Ask::at(0, 12 * SECOND));
+    assert!(step.decision.is_allowed());
+    assert_eq!(step.decision.remaining(), 2);
+    assert_eq!(step.write.unwrap().0.to_vec(), [8 * SECOND]);
 }
