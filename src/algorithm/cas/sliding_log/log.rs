@@ -22,62 +22,95 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 /// form itself.
 ///
 /// Its meaning is defined for every value [`Log::decode`] accepts, not
-/// only for the ones this crate writes: entry 0 is `oldest`, the last
-/// entry is `newest`, and each entry between them is the previous one plus
-/// its distance, saturating and clamped to `newest`. The entries are
-/// therefore always sorted and within `[oldest, newest]`, whatever the
+/// only for the ones this crate writes: entry 0 is the oldest, the last
+/// entry is the newest, and each entry between them is the previous one
+/// plus its distance, saturating and clamped to the newest. The entries
+/// are therefore always sorted and within the two ends, whatever the
 /// distances hold, and reading any prefix of them gives the same entries
 /// as reading them all.
-#[derive(Debug, Clone)]
+///
+/// One buffer holds it all, so that a log costs a decision's future no
+/// more than a `Vec` does and a read makes one allocation: empty for an
+/// empty log, else the number of entries (`u32`, little-endian), what is
+/// known of the sums ([`KNOWN`], [`STORED`] or [`UNKNOWN`]), then the
+/// stored form: the version, the oldest and the newest entry (`i64`,
+/// little-endian), the check, and `len - 1` LEB128 varints, the distance
+/// of each entry after the first from the one before it.
+#[derive(Clone)]
 pub(crate) struct Log {
-    len: usize,
-    oldest: i64,
-    newest: i64,
-    /// `len - 1` LEB128 varints: the distance of each entry after the
-    /// first from the one before it.
-    distances: Vec<u8>,
-    sums: Sums,
+    buf: Vec<u8>,
 }
 
-/// Whether a log's distances add up to `newest - oldest`, so that a tail
-/// of them can be kept as it is.
-#[derive(Debug, Clone, Copy)]
-enum Sums {
-    /// Built here, from entries.
-    Known,
-    /// Read from the store with this check, not verified yet.
-    Stored(u64),
-    /// Changed after it was read (clamped), or its check failed.
-    Unknown,
-}
+/// Where the parts are in [`Log`]'s buffer.
+const LEN: usize = 0;
+const SUMS: usize = 4;
+const FORM: usize = 5;
+const OLDEST: usize = FORM + 1;
+const NEWEST: usize = OLDEST + 8;
+const CHECK: usize = NEWEST + 8;
+const DISTANCES: usize = CHECK + 8;
 
-/// Logs are equal when they hold the same bytes, whatever is known of
-/// their sums.
+/// The distances add up to `newest - oldest`, so that a tail of them can be
+/// kept as it is: the log was built here, from entries.
+const KNOWN: u8 = 0;
+/// Read from the store with the check beside its ends, not verified yet.
+const STORED: u8 = 1;
+/// Changed after it was read (clamped).
+const UNKNOWN: u8 = 2;
+
+/// Logs are equal when they hold the same entries in the same bytes,
+/// whatever is known of their sums.
 impl PartialEq for Log {
     fn eq(&self, other: &Log) -> bool {
-        (self.len, self.oldest, self.newest, &self.distances)
-            == (other.len, other.oldest, other.newest, &other.distances)
+        (self.len(), self.oldest(), self.newest(), self.distances())
+            == (
+                other.len(),
+                other.oldest(),
+                other.newest(),
+                other.distances(),
+            )
     }
 }
 
 impl Eq for Log {}
 
-/// The size of a non-empty log's header: the version byte, the oldest and
-/// the newest entry as little-endian `i64`s, then the check.
-const HEADER: usize = 1 + 8 + 8 + 8;
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Log")
+            .field("len", &self.len())
+            .field("oldest", &self.oldest())
+            .field("newest", &self.newest())
+            .field("distances", &self.distances().len())
+            .finish()
+    }
+}
+
+/// A log's buffer up to its distances, with room for `room` bytes of them.
+fn with_ends(len: usize, oldest: i64, newest: i64, room: usize) -> Vec<u8> {
+    debug_assert!(len > 0 && u32::try_from(len).is_ok());
+    let mut buf = Vec::with_capacity(DISTANCES + room);
+    buf.extend_from_slice(&(len as u32).to_le_bytes());
+    buf.push(KNOWN);
+    buf.push(VERSION);
+    buf.extend_from_slice(&oldest.to_le_bytes());
+    buf.extend_from_slice(&newest.to_le_bytes());
+    buf.extend_from_slice(&[0; 8]);
+    buf
+}
+
+/// The `i64` at `at` in `buf`.
+fn i64_at(buf: &[u8], at: usize) -> i64 {
+    let mut bytes = [0; 8];
+    bytes.copy_from_slice(&buf[at..at + 8]);
+    i64::from_le_bytes(bytes)
+}
 
 impl Log {
     /// A log holding `entries`, which must be sorted.
     pub(crate) fn from_entries(entries: &[i64]) -> Log {
         match entries.split_last() {
             Some((&newest, kept)) => Log::recorded(kept, newest, 1),
-            None => Log {
-                len: 0,
-                oldest: 0,
-                newest: 0,
-                distances: Vec::new(),
-                sums: Sums::Known,
-            },
+            None => Log { buf: Vec::new() },
         }
     }
 
@@ -87,26 +120,22 @@ impl Log {
         debug_assert!(times > 0 && kept.is_sorted() && kept.last().is_none_or(|&last| last <= at));
         // Room for distances of up to 4 bytes (268 ms in nanoseconds)
         // without growing.
-        let mut distances = Vec::with_capacity(4 * kept.len() + times);
-        let oldest = match kept.split_first() {
-            Some((&oldest, rest)) => {
-                let mut previous = oldest;
-                for &entry in rest.iter().chain([at].iter()) {
-                    push_varint(&mut distances, entry.abs_diff(previous));
-                    previous = entry;
-                }
-                oldest
-            }
-            None => at,
-        };
-        distances.resize(distances.len() + times.saturating_sub(1), 0);
-        Log {
-            len: kept.len() + times.max(1),
+        let oldest = kept.first().copied().unwrap_or(at);
+        let mut buf = with_ends(
+            kept.len() + times.max(1),
             oldest,
-            newest: at,
-            distances,
-            sums: Sums::Known,
+            at,
+            4 * kept.len() + times,
+        );
+        if let Some((&oldest, rest)) = kept.split_first() {
+            let mut previous = oldest;
+            for &entry in rest.iter().chain([at].iter()) {
+                push_varint(&mut buf, entry.abs_diff(previous));
+                previous = entry;
+            }
         }
+        buf.resize(buf.len() + times.saturating_sub(1), 0);
+        Log { buf }
     }
 
     /// The log of this one's entries from index `first` on, then `times`
@@ -115,12 +144,13 @@ impl Log {
     /// they are, and reads only the entries before it; any other is
     /// rewritten from its entries.
     pub(crate) fn recorded_after(&self, first: usize, at: i64, times: usize) -> Log {
-        debug_assert!(at >= self.newest || self.len == 0);
-        if first >= self.len {
+        let len = self.len();
+        debug_assert!(len == 0 || at >= self.newest_entry());
+        if first >= len {
             return Log::recorded(&[], at, times);
         }
-        if first + 1 == self.len {
-            return Log::recorded(&[self.newest], at, times);
+        if first + 1 == len {
+            return Log::recorded(&[self.newest_entry()], at, times);
         }
         if !self.sums_hold() {
             return Log::recorded(&self.to_vec()[first..], at, times);
@@ -130,73 +160,93 @@ impl Log {
         // `first` is not the last entry, so the cursor stands after its
         // distance: the rest are those of the entries kept after it.
         let kept = entries.rest;
-        let mut distances = Vec::with_capacity(kept.len() + 10 + times);
-        distances.extend_from_slice(kept);
-        push_varint(&mut distances, at.abs_diff(self.newest));
-        distances.resize(distances.len() + times.saturating_sub(1), 0);
-        Log {
-            len: self.len - first + times.max(1),
+        let mut buf = with_ends(
+            len - first + times.max(1),
             oldest,
-            newest: at,
-            distances,
-            sums: Sums::Known,
-        }
+            at,
+            kept.len() + 10 + times,
+        );
+        buf.extend_from_slice(kept);
+        push_varint(&mut buf, at.abs_diff(self.newest_entry()));
+        buf.resize(buf.len() + times.saturating_sub(1), 0);
+        Log { buf }
     }
 
     /// Whether the distances add up to `newest - oldest`: known for a log
     /// built here, else its stored check is verified.
     pub(super) fn sums_hold(&self) -> bool {
-        match self.sums {
-            Sums::Known => true,
-            Sums::Stored(check) => check == self.check(),
-            Sums::Unknown => false,
+        match self.buf.get(SUMS) {
+            None | Some(&KNOWN) => true,
+            Some(&STORED) => self.buf[CHECK..DISTANCES] == self.check().to_le_bytes(),
+            Some(_) => false,
         }
     }
 
     /// XXH3 of the two ends and the distances.
     fn check(&self) -> u64 {
-        let mut ends = [0; 16];
-        ends[..8].copy_from_slice(&self.oldest.to_le_bytes());
-        ends[8..].copy_from_slice(&self.newest.to_le_bytes());
-        xxh3_64_with_seed(&self.distances, xxh3_64(&ends))
+        let ends = &self.buf[OLDEST..CHECK];
+        xxh3_64_with_seed(self.distances(), xxh3_64(ends))
     }
 
     /// How many entries the log holds.
     pub(crate) fn len(&self) -> usize {
-        self.len
+        match self.buf.get(LEN..SUMS) {
+            Some(&[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]) as usize,
+            _ => 0,
+        }
     }
 
     /// The newest entry, if any.
     pub(crate) fn newest(&self) -> Option<i64> {
-        (self.len > 0).then_some(self.newest)
+        (!self.buf.is_empty()).then(|| self.newest_entry())
+    }
+
+    /// The newest entry of a log that has one.
+    fn newest_entry(&self) -> i64 {
+        i64_at(&self.buf, NEWEST)
+    }
+
+    /// The oldest entry of a log that has one, else 0.
+    fn oldest(&self) -> i64 {
+        if self.buf.is_empty() {
+            return 0;
+        }
+        i64_at(&self.buf, OLDEST)
+    }
+
+    /// The distances' varints.
+    fn distances(&self) -> &[u8] {
+        self.buf.get(DISTANCES..).unwrap_or_default()
     }
 
     /// The entries, oldest first, decoded as they are read.
     pub(crate) fn entries(&self) -> Entries<'_> {
         Entries {
-            log: self,
-            rest: &self.distances,
+            rest: self.distances(),
             index: 0,
-            previous: self.oldest,
+            len: self.len(),
+            newest: self.newest().unwrap_or(0),
+            previous: self.oldest(),
         }
     }
 
     /// Every entry, decoded: [`entries`](Self::entries) in one tight
     /// loop, for the paths that rewrite the log.
     pub(crate) fn to_vec(&self) -> Vec<i64> {
-        let mut entries = vec![self.newest; self.len];
+        let (oldest, newest) = (self.oldest(), self.newest().unwrap_or(0));
+        let mut entries = vec![newest; self.len()];
         if let Some((first, middle)) = entries.split_first_mut() {
-            *first = self.oldest;
+            *first = oldest;
             let middle = match middle.split_last_mut() {
                 Some((_newest, middle)) => middle,
                 None => middle,
             };
-            let mut rest = &self.distances[..];
-            let mut previous = self.oldest;
+            let mut rest = self.distances();
+            let mut previous = oldest;
             for entry in middle {
                 previous = previous
                     .saturating_add_unsigned(next_varint(&mut rest))
-                    .min(self.newest);
+                    .min(newest);
                 *entry = previous;
             }
         }
@@ -205,14 +255,15 @@ impl Log {
 
     /// Clamps every entry after `latest` to it; whether any was.
     pub(crate) fn clamp_to(&mut self, latest: i64) -> bool {
-        if self.len == 0 || self.newest <= latest {
+        if self.buf.is_empty() || self.newest_entry() <= latest {
             return false;
         }
-        // Entries read are clamped to `newest`, so lowering it (and
-        // `oldest`, when it is beyond too) clamps every one after it.
-        self.newest = latest;
-        self.oldest = self.oldest.min(latest);
-        self.sums = Sums::Unknown;
+        // Entries read are clamped to the newest, so lowering it (and the
+        // oldest, when it is beyond too) clamps every one after it.
+        let oldest = self.oldest().min(latest);
+        self.buf[OLDEST..NEWEST].copy_from_slice(&oldest.to_le_bytes());
+        self.buf[NEWEST..CHECK].copy_from_slice(&latest.to_le_bytes());
+        self.buf[SUMS] = UNKNOWN;
         true
     }
 
@@ -221,18 +272,18 @@ impl Log {
     /// the log's own only when its sums are known to hold, so that a log
     /// whose sums do not can never pass for one whose do.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
-        out.reserve(HEADER + self.distances.len());
-        out.push(VERSION);
-        if self.len > 0 {
-            let check = match self.sums_hold() {
-                true => self.check(),
-                false => !self.check(),
-            };
-            out.extend_from_slice(&self.oldest.to_le_bytes());
-            out.extend_from_slice(&self.newest.to_le_bytes());
-            out.extend_from_slice(&check.to_le_bytes());
-            out.extend_from_slice(&self.distances);
+        if self.buf.is_empty() {
+            out.push(VERSION);
+            return;
         }
+        let check = match self.sums_hold() {
+            true => self.check(),
+            false => !self.check(),
+        };
+        out.reserve(self.buf.len() - FORM);
+        out.extend_from_slice(&self.buf[FORM..CHECK]);
+        out.extend_from_slice(&check.to_le_bytes());
+        out.extend_from_slice(self.distances());
     }
 
     /// The log stored as `bytes`, or `None` if they are not one of at most
@@ -249,7 +300,7 @@ impl Log {
         }
         let (oldest, rest) = rest.split_first_chunk::<8>()?;
         let (newest, rest) = rest.split_first_chunk::<8>()?;
-        let (check, distances) = rest.split_first_chunk::<8>()?;
+        let (_check, distances) = rest.split_first_chunk::<8>()?;
         let (oldest, newest) = (i64::from_le_bytes(*oldest), i64::from_le_bytes(*newest));
         if oldest > newest || distances.last().is_some_and(|&last| last & 0x80 != 0) {
             return None;
@@ -258,13 +309,12 @@ impl Log {
         if len as u64 > limit || (len == 1 && oldest != newest) {
             return None;
         }
-        Some(Log {
-            len,
-            oldest,
-            newest,
-            distances: distances.to_vec(),
-            sums: Sums::Stored(u64::from_le_bytes(*check)),
-        })
+        let len = u32::try_from(len).ok()?;
+        let mut buf = Vec::with_capacity(FORM + bytes.len());
+        buf.extend_from_slice(&len.to_le_bytes());
+        buf.push(STORED);
+        buf.extend_from_slice(bytes);
+        Some(Log { buf })
     }
 }
 
@@ -282,9 +332,10 @@ fn last_bytes(bytes: &[u8]) -> usize {
 /// The entries of a [`Log`], oldest first.
 #[derive(Debug, Clone)]
 pub(crate) struct Entries<'a> {
-    log: &'a Log,
     rest: &'a [u8],
     index: usize,
+    len: usize,
+    newest: i64,
     previous: i64,
 }
 
@@ -325,16 +376,16 @@ impl Iterator for Entries<'_> {
     type Item = i64;
 
     fn next(&mut self) -> Option<i64> {
-        let log = self.log;
         let entry = match self.index {
-            index if index >= log.len => return None,
-            0 => log.oldest,
-            index if index + 1 == log.len => log.newest,
+            index if index >= self.len => return None,
+            // The oldest entry is where the cursor starts.
+            0 => self.previous,
+            index if index + 1 == self.len => self.newest,
             _ => {
                 let distance = next_varint(&mut self.rest);
                 self.previous
                     .saturating_add_unsigned(distance)
-                    .min(log.newest)
+                    .min(self.newest)
             }
         };
         self.index += 1;
@@ -343,7 +394,7 @@ impl Iterator for Entries<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let left = self.log.len - self.index;
+        let left = self.len - self.index;
         (left, Some(left))
     }
 }
