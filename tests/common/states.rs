@@ -151,10 +151,19 @@ pub fn token_bucket(tokens: &str, updated: &str) -> Vec<u8> {
     format!("{tokens} {updated}").into_bytes()
 }
 
-/// The sliding log's state: version 1, the oldest entry, then distances.
+/// The sliding log's state (format 3): the version, the oldest and the
+/// newest entry (the oldest plus every distance, saturating), a check,
+/// then the distances. The check is not the log's, so the limiter reads
+/// the log as its entries say and rewrites it whole, as it would another
+/// writer's.
 pub fn sliding_log(first: i64, distances: &[u64]) -> Vec<u8> {
-    let mut bytes = vec![1];
+    let newest = distances.iter().fold(first, |entry, &distance| {
+        entry.saturating_add_unsigned(distance)
+    });
+    let mut bytes = vec![3];
     bytes.extend_from_slice(&first.to_le_bytes());
+    bytes.extend_from_slice(&newest.to_le_bytes());
+    bytes.extend_from_slice(&[0; 8]);
     for &distance in distances {
         varint(distance, &mut bytes);
     }
