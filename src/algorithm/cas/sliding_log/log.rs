@@ -15,6 +15,7 @@
 //! (XXH3 of the ends and the distances) tells such a log from one that
 //! only looks like it, which is read and rewritten entry by entry.
 
+use super::varint::{last_bytes, next_varint, push_varint};
 use super::VERSION;
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
@@ -318,17 +319,6 @@ impl Log {
     }
 }
 
-/// How many varints `bytes` ends: the bytes without the continuation bit.
-/// Counted in runs of 255 into a byte, which the compiler turns into wide
-/// vector additions: the whole count costs little next to the value's
-/// transfer, where counting into a `usize` took four bytes a step.
-fn last_bytes(bytes: &[u8]) -> usize {
-    bytes
-        .chunks(255)
-        .map(|run| usize::from(run.iter().fold(0u8, |count, &byte| count + (!byte >> 7))))
-        .sum()
-}
-
 /// The entries of a [`Log`], oldest first.
 #[derive(Debug, Clone)]
 pub(crate) struct Entries<'a> {
@@ -337,39 +327,6 @@ pub(crate) struct Entries<'a> {
     len: usize,
     newest: i64,
     previous: i64,
-}
-
-/// Appends `value` as a LEB128 varint.
-fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value & 0x7f) as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// Takes the next varint off `rest`, saturating at `u64::MAX` (a varint
-/// of more than 64 bits); what it holds when `rest` ends first.
-#[inline]
-fn next_varint(rest: &mut &[u8]) -> u64 {
-    let mut value: u64 = 0;
-    let mut shift: u32 = 0;
-    while let Some((&byte, tail)) = rest.split_first() {
-        *rest = tail;
-        let part = u64::from(byte & 0x7f);
-        if shift <= 57 {
-            value |= part << shift;
-        } else if part != 0 && (shift > 63 || part > 1) {
-            value = u64::MAX;
-        } else {
-            value |= part << shift.min(63);
-        }
-        if byte < 0x80 {
-            break;
-        }
-        shift = shift.saturating_add(7);
-    }
-    value
 }
 
 impl Iterator for Entries<'_> {

@@ -6,6 +6,7 @@ mod log;
 mod log_tests;
 #[cfg(test)]
 mod tests;
+mod varint;
 
 pub(crate) use self::core::SlidingLogCore;
 use crate::error::ConfigError;
