@@ -161,3 +161,38 @@ fn clamping_lowers_every_entry_past_the_horizon() {
     assert_eq!(lone.to_vec(), [5]);
     assert!(!Log::from_entries(&[]).clamp_to(i64::MIN));
 }
+
+proptest::proptest! {
+    /// A write that keeps a tail of a stored log, by copying its
+    /// distances, holds exactly the entries a rewrite from them would, and
+    /// stores a log whose own check passes again.
+    #[test]
+    fn keeping_a_tail_of_the_stored_bytes_is_rewriting_it(
+        start in -(1i64 << 62)..(1i64 << 62),
+        gaps in proptest::collection::vec(
+            proptest::prop_oneof![proptest::strategy::Just(0u64), 0..1u64 << 20, 0..1u64 << 40],
+            0..40,
+        ),
+        first in 0usize..45,
+        later in 0u64..1 << 30,
+        times in 1usize..5,
+    ) {
+        let core = SlidingLogCore::new("100/minute".parse().unwrap());
+        let mut entries = vec![start];
+        for gap in gaps {
+            let next = entries.last().unwrap().saturating_add_unsigned(gap);
+            entries.push(next);
+        }
+        let at = entries.last().unwrap().saturating_add_unsigned(later);
+        let stored = core.decode(&core.encode(&Log::from_entries(&entries))).unwrap();
+        proptest::prop_assert!(stored.sums_hold());
+        let kept = stored.recorded_after(first, at, times);
+        let mut expected = entries[first.min(entries.len())..].to_vec();
+        expected.extend(std::iter::repeat_n(at, times));
+        proptest::prop_assert_eq!(kept.to_vec(), expected.clone());
+        proptest::prop_assert_eq!(&kept, &Log::from_entries(&expected));
+        let again = core.decode(&core.encode(&kept)).unwrap();
+        proptest::prop_assert!(again.sums_hold());
+        proptest::prop_assert_eq!(again.to_vec(), expected);
+    }
+}
