@@ -1,7 +1,7 @@
 //! The arithmetic of [`SlidingLog`](super): a pure function from the stored
 //! log, the time and the request to a decision and the log to write.
 
-use super::log::Log;
+use super::log::{Entries, Log};
 use super::VERSION;
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
 use crate::decision::Decision;
@@ -29,37 +29,36 @@ impl SlidingLogCore {
         }
     }
 
-    /// Records the request in `log`, whose oldest `gone` entries left the
-    /// window at `now`: allowed if it fits, else (strict mode) its entries
-    /// push out the oldest ones.
-    fn record(&self, log: &Log, gone: usize, now: i64, ask: Ask) -> Step<Log> {
-        let count = (log.len() - gone) as u64;
+    /// Records the request in `log`, whose entries from `live` on are
+    /// inside the window at `now`: allowed if it fits, else (strict mode)
+    /// its entries push out the oldest ones.
+    fn record<'a>(&self, log: &'a Log, mut live: Entries<'a>, now: i64, ask: Ask) -> Step<Log> {
+        let count = (log.len() - live.position()) as u64;
         let allowed = count + ask.cost <= self.limit;
         // Strict mode: a denied request's entries push out the oldest.
         let overflow = (count + ask.cost).saturating_sub(self.limit);
-        let first = gone + overflow.min(count) as usize;
+        live.pass(overflow.min(count) as usize);
         let added = (ask.cost - overflow.saturating_sub(count)) as usize;
-        let after = log.len() - first + added;
+        let after = log.len() - live.position() + added;
         let remaining = self.limit - after as u64;
-        // The limiter refuses a cost of 0 before this; decided anyway, it
-        // records nothing.
-        let written = match added {
-            0 => Log::from_entries(&log.to_vec()[first..]),
-            added => log.recorded_after(first, now, added),
-        };
+        // Denied, the oldest `excess` entries kept must leave for the cost
+        // to fit (the new ones, at `now`, when there are too few).
+        let oldest_to_leave = (!allowed).then(|| {
+            let excess = (after as u64 + ask.cost - self.limit) as usize;
+            live.clone().nth(excess - 1).unwrap_or(now)
+        });
+        let written = log.recorded_from(live, now, added);
         // Waits count from the request's own time, even when the log's
         // newest entry is ahead of it.
         let reset_after = written
             .newest()
             .map_or(Duration::ZERO, |newest| self.until_gone(newest, ask.now));
-        let decision = if allowed {
-            Decision::allowed(self.limit, remaining, reset_after)
-        } else {
-            // The oldest `excess` entries must leave for the cost to fit.
-            let excess = (after as u64 + ask.cost - self.limit) as usize;
-            let oldest_to_leave = log.entries().nth(first + excess - 1).unwrap_or(now);
-            let retry = self.until_gone(oldest_to_leave, ask.now);
-            Decision::denied(self.limit, remaining, reset_after, retry)
+        let decision = match oldest_to_leave {
+            None => Decision::allowed(self.limit, remaining, reset_after),
+            Some(entry) => {
+                let retry = self.until_gone(entry, ask.now);
+                Decision::denied(self.limit, remaining, reset_after, retry)
+            }
         }
         .with_used(after as f64);
         Step {
@@ -116,23 +115,17 @@ impl CasCore for SlidingLogCore {
         let cutoff = now.saturating_sub(self.period);
         // The entries that left the window are the oldest: only they are
         // read, and none when the newest has left too.
-        let gone = match log.newest() {
-            Some(newest) if newest > cutoff => {
-                log.entries().take_while(|&entry| entry <= cutoff).count()
-            }
-            _ => log.len(),
-        };
-        let count = (log.len() - gone) as u64;
-        let allowed = count + ask.cost <= self.limit;
-        if allowed || ask.strict {
-            return self.record(log, gone, now, ask);
+        let mut live = log.entries();
+        live.skip_through(cutoff);
+        let count = (log.len() - live.position()) as u64;
+        if count + ask.cost <= self.limit || ask.strict {
+            return self.record(log, live, now, ask);
         }
         // A denial that records nothing reads no further than the oldest
         // entries that must leave for the cost to fit.
         let excess = (count + ask.cost - self.limit) as usize;
-        let retry = log
-            .entries()
-            .nth(gone + excess - 1)
+        let retry = live
+            .nth(excess - 1)
             .map_or(Duration::ZERO, |entry| self.until_gone(entry, ask.now));
         let reset_after = log
             .newest()

@@ -31,12 +31,13 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 /// as reading them all.
 ///
 /// One buffer holds it all, so that a log costs a decision's future no
-/// more than a `Vec` does and a read makes one allocation: empty for an
-/// empty log, else the number of entries (`u32`, little-endian), what is
-/// known of the sums ([`KNOWN`], [`STORED`] or [`UNKNOWN`]), then the
-/// stored form: the version, the oldest and the newest entry (`i64`,
-/// little-endian), the check, and `len - 1` LEB128 varints, the distance
-/// of each entry after the first from the one before it.
+/// more than a `Vec` does, a read makes one allocation and a write is one
+/// copy: empty for an empty log, else the number of entries (`u32`,
+/// little-endian), whether its check is vouched for ([`BUILT`]) or still
+/// to verify ([`READ`]), then the stored form: the version, the oldest and
+/// the newest entry (`i64`, little-endian), the check, and `len - 1`
+/// LEB128 varints, the distance of each entry after the first from the
+/// one before it.
 #[derive(Clone)]
 pub(crate) struct Log {
     buf: Vec<u8>,
@@ -51,13 +52,12 @@ const NEWEST: usize = OLDEST + 8;
 const CHECK: usize = NEWEST + 8;
 const DISTANCES: usize = CHECK + 8;
 
-/// The distances add up to `newest - oldest`, so that a tail of them can be
-/// kept as it is: the log was built here, from entries.
-const KNOWN: u8 = 0;
-/// Read from the store with the check beside its ends, not verified yet.
-const STORED: u8 = 1;
-/// Changed after it was read (clamped).
-const UNKNOWN: u8 = 2;
+/// Built here, from entries: its distances add up to `newest - oldest`,
+/// so that a tail of them can be kept as it is, and its check is its own.
+const BUILT: u8 = 0;
+/// Read from the store, or changed after (clamped): its distances add up
+/// when its check is its own, verified when it matters.
+const READ: u8 = 1;
 
 /// Logs are equal when they hold the same entries in the same bytes,
 /// whatever is known of their sums.
@@ -91,7 +91,7 @@ fn with_ends(len: usize, oldest: i64, newest: i64, room: usize) -> Vec<u8> {
     debug_assert!(len > 0 && u32::try_from(len).is_ok());
     let mut buf = Vec::with_capacity(DISTANCES + room);
     buf.extend_from_slice(&(len as u32).to_le_bytes());
-    buf.push(KNOWN);
+    buf.push(BUILT);
     buf.push(VERSION);
     buf.extend_from_slice(&oldest.to_le_bytes());
     buf.extend_from_slice(&newest.to_le_bytes());
@@ -116,18 +116,16 @@ impl Log {
     }
 
     /// A log holding `kept` (sorted, none after `at`), then `times`
-    /// entries at `at` (at least one).
+    /// entries at `at`.
     pub(crate) fn recorded(kept: &[i64], at: i64, times: usize) -> Log {
-        debug_assert!(times > 0 && kept.is_sorted() && kept.last().is_none_or(|&last| last <= at));
+        debug_assert!(kept.is_sorted() && kept.last().is_none_or(|&last| last <= at));
+        if times == 0 {
+            return Log::from_entries(kept);
+        }
+        let oldest = kept.first().copied().unwrap_or(at);
         // Room for distances of up to 4 bytes (268 ms in nanoseconds)
         // without growing.
-        let oldest = kept.first().copied().unwrap_or(at);
-        let mut buf = with_ends(
-            kept.len() + times.max(1),
-            oldest,
-            at,
-            4 * kept.len() + times,
-        );
+        let mut buf = with_ends(kept.len() + times, oldest, at, 4 * kept.len() + times);
         if let Some((&oldest, rest)) = kept.split_first() {
             let mut previous = oldest;
             for &entry in rest.iter().chain([at].iter()) {
@@ -135,51 +133,56 @@ impl Log {
                 previous = entry;
             }
         }
-        buf.resize(buf.len() + times.saturating_sub(1), 0);
-        Log { buf }
+        buf.resize(buf.len() + times - 1, 0);
+        Log::sealed(buf)
     }
 
-    /// The log of this one's entries from index `first` on, then `times`
-    /// entries at `at` (at least one; `at` no older than the newest
-    /// entry). A log whose sums hold keeps the distances after `first` as
-    /// they are, and reads only the entries before it; any other is
-    /// rewritten from its entries.
-    pub(crate) fn recorded_after(&self, first: usize, at: i64, times: usize) -> Log {
-        let len = self.len();
+    /// The log of this one's entries from `from` on, then `times` entries
+    /// at `at` (no older than the newest entry). A log whose sums hold
+    /// keeps the stored distances of the entries after `from` as they are,
+    /// having read only the entries before it; any other is rewritten from
+    /// its entries.
+    pub(crate) fn recorded_from(&self, mut from: Entries<'_>, at: i64, times: usize) -> Log {
+        let (len, first) = (self.len(), from.index);
         debug_assert!(len == 0 || at >= self.newest_entry());
-        if first >= len {
-            return Log::recorded(&[], at, times);
+        // At most the newest entry kept: no distances to keep, nothing to
+        // decode.
+        if first + 1 >= len {
+            let kept = if first < len {
+                &[self.newest_entry()][..]
+            } else {
+                &[]
+            };
+            return Log::recorded(kept, at, times);
         }
-        if first + 1 == len {
-            return Log::recorded(&[self.newest_entry()], at, times);
-        }
-        if !self.sums_hold() {
+        if times == 0 || !self.sums_hold() {
             return Log::recorded(&self.to_vec()[first..], at, times);
         }
-        let mut entries = self.entries();
-        let oldest = entries.nth(first).unwrap_or(at);
+        let oldest = from.next().unwrap_or(at);
         // `first` is not the last entry, so the cursor stands after its
         // distance: the rest are those of the entries kept after it.
-        let kept = entries.rest;
-        let mut buf = with_ends(
-            len - first + times.max(1),
-            oldest,
-            at,
-            kept.len() + 10 + times,
-        );
+        let kept = from.rest;
+        let mut buf = with_ends(len - first + times, oldest, at, kept.len() + 10 + times);
         buf.extend_from_slice(kept);
         push_varint(&mut buf, at.abs_diff(self.newest_entry()));
-        buf.resize(buf.len() + times.saturating_sub(1), 0);
-        Log { buf }
+        buf.resize(buf.len() + times - 1, 0);
+        Log::sealed(buf)
+    }
+
+    /// A log built here, its check written into its buffer.
+    fn sealed(buf: Vec<u8>) -> Log {
+        let mut log = Log { buf };
+        let check = log.check();
+        log.buf[CHECK..DISTANCES].copy_from_slice(&check.to_le_bytes());
+        log
     }
 
     /// Whether the distances add up to `newest - oldest`: known for a log
     /// built here, else its stored check is verified.
     pub(super) fn sums_hold(&self) -> bool {
         match self.buf.get(SUMS) {
-            None | Some(&KNOWN) => true,
-            Some(&STORED) => self.buf[CHECK..DISTANCES] == self.check().to_le_bytes(),
-            Some(_) => false,
+            None | Some(&BUILT) => true,
+            Some(_) => self.buf[CHECK..DISTANCES] == self.check().to_le_bytes(),
         }
     }
 
@@ -245,9 +248,7 @@ impl Log {
             let mut rest = self.distances();
             let mut previous = oldest;
             for entry in middle {
-                previous = previous
-                    .saturating_add_unsigned(next_varint(&mut rest))
-                    .min(newest);
+                previous = after(previous, &mut rest, newest);
                 *entry = previous;
             }
         }
@@ -264,27 +265,22 @@ impl Log {
         let oldest = self.oldest().min(latest);
         self.buf[OLDEST..NEWEST].copy_from_slice(&oldest.to_le_bytes());
         self.buf[NEWEST..CHECK].copy_from_slice(&latest.to_le_bytes());
-        self.buf[SUMS] = UNKNOWN;
+        // Its distances no longer add up to its ends: a check that is not
+        // its own says so, here and to whoever reads it next.
+        let check = !self.check();
+        self.buf[CHECK..DISTANCES].copy_from_slice(&check.to_le_bytes());
+        self.buf[SUMS] = READ;
         true
     }
 
     /// Appends the stored form to `out`: the version byte alone for an
-    /// empty log, else the header and the distances. The check stored is
-    /// the log's own only when its sums are known to hold, so that a log
-    /// whose sums do not can never pass for one whose do.
+    /// empty log, else the header and the distances, as the buffer holds
+    /// them.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
-        if self.buf.is_empty() {
-            out.push(VERSION);
-            return;
+        match self.buf.get(FORM..) {
+            Some(form) => out.extend_from_slice(form),
+            None => out.push(VERSION),
         }
-        let check = match self.sums_hold() {
-            true => self.check(),
-            false => !self.check(),
-        };
-        out.reserve(self.buf.len() - FORM);
-        out.extend_from_slice(&self.buf[FORM..CHECK]);
-        out.extend_from_slice(&check.to_le_bytes());
-        out.extend_from_slice(self.distances());
     }
 
     /// The log stored as `bytes`, or `None` if they are not one of at most
@@ -313,7 +309,7 @@ impl Log {
         let len = u32::try_from(len).ok()?;
         let mut buf = Vec::with_capacity(FORM + bytes.len());
         buf.extend_from_slice(&len.to_le_bytes());
-        buf.push(STORED);
+        buf.push(READ);
         buf.extend_from_slice(bytes);
         Some(Log { buf })
     }
@@ -329,6 +325,48 @@ pub(crate) struct Entries<'a> {
     previous: i64,
 }
 
+impl Entries<'_> {
+    /// Passes the entries at or before `cutoff`, which are the oldest, and
+    /// stops before the first one after it; how many it passed. None is
+    /// read when the newest is at or before `cutoff` too.
+    pub(crate) fn skip_through(&mut self, cutoff: i64) -> usize {
+        let start = self.index;
+        if self.newest <= cutoff {
+            self.index = self.len.max(start);
+            self.rest = &[];
+            return self.index - start;
+        }
+        loop {
+            let mut ahead = self.clone();
+            match ahead.next() {
+                Some(entry) if entry <= cutoff => *self = ahead,
+                _ => return self.index - start,
+            }
+        }
+    }
+
+    /// Passes the next `n` entries.
+    pub(crate) fn pass(&mut self, n: usize) {
+        if let Some(last) = n.checked_sub(1) {
+            self.nth(last);
+        }
+    }
+
+    /// How many entries were read.
+    pub(crate) fn position(&self) -> usize {
+        self.index
+    }
+}
+
+/// The entry after `previous`: its distance off `rest`, saturating, and
+/// clamped to `newest`.
+#[inline]
+fn after(previous: i64, rest: &mut &[u8], newest: i64) -> i64 {
+    previous
+        .saturating_add_unsigned(next_varint(rest))
+        .min(newest)
+}
+
 impl Iterator for Entries<'_> {
     type Item = i64;
 
@@ -338,12 +376,7 @@ impl Iterator for Entries<'_> {
             // The oldest entry is where the cursor starts.
             0 => self.previous,
             index if index + 1 == self.len => self.newest,
-            _ => {
-                let distance = next_varint(&mut self.rest);
-                self.previous
-                    .saturating_add_unsigned(distance)
-                    .min(self.newest)
-            }
+            _ => after(self.previous, &mut self.rest, self.newest),
         };
         self.index += 1;
         self.previous = entry;

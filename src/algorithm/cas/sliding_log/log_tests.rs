@@ -48,13 +48,21 @@ fn the_stored_check_tells_a_log_written_here_from_a_lookalike() {
     assert!(clamped.clamp_to(SECOND + 500));
     assert!(!clamped.sums_hold());
     // Kept whole from index 1: the distance after it, then the new one.
-    let kept = log.recorded_after(1, 3 * SECOND, 2);
+    let from = |log| {
+        let mut from = Log::entries(log);
+        from.pass(1);
+        from
+    };
+    let kept = log.recorded_from(from(&log), 3 * SECOND, 2);
     assert_eq!(
         kept.to_vec(),
         [SECOND + 300, 2 * SECOND, 3 * SECOND, 3 * SECOND]
     );
     assert!(kept.sums_hold());
-    assert_eq!(lookalike.recorded_after(1, 3 * SECOND, 2), kept);
+    assert_eq!(
+        lookalike.recorded_from(from(&lookalike), 3 * SECOND, 2),
+        kept
+    );
 }
 
 #[test]
@@ -186,7 +194,9 @@ proptest::proptest! {
         let at = entries.last().unwrap().saturating_add_unsigned(later);
         let stored = core.decode(&core.encode(&Log::from_entries(&entries))).unwrap();
         proptest::prop_assert!(stored.sums_hold());
-        let kept = stored.recorded_after(first, at, times);
+        let mut from = stored.entries();
+        from.pass(first);
+        let kept = stored.recorded_from(from, at, times);
         let mut expected = entries[first.min(entries.len())..].to_vec();
         expected.extend(std::iter::repeat_n(at, times));
         proptest::prop_assert_eq!(kept.to_vec(), expected.clone());
