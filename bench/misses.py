@@ -14,12 +14,11 @@ import argparse
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loopback import free_port, log  # noqa: E402
+from loopback import log, start_memcached  # noqa: E402
 
 
 def cpu_seconds(pid):
@@ -48,27 +47,16 @@ def main():
     args = parser.parse_args()
     if args.keys < 1 or args.batches < 1 or args.rounds < 1:
         parser.error("--keys, --batches and --rounds must be at least 1")
-    memcached = shutil.which("memcached")
-    if memcached is None:
+    if shutil.which("memcached") is None:
         sys.exit("memcached is not installed: apt-get install memcached")
     os.sched_setaffinity(0, {1})
-    port = free_port()
-    server = subprocess.Popen(
-        ["taskset", "-c", "0", memcached, "-l", "127.0.0.1", "-p", str(port), "-t", "1", "-U", "0", "-u", "root"]
-    )
+    server, address = start_memcached()
     try:
-        deadline = time.time() + 5
-        while True:
-            try:
-                conn = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                if time.time() > deadline:
-                    sys.exit("memcached did not start")
-                time.sleep(0.05)
+        host, port = address.rsplit(":", 1)
+        conn = socket.create_connection((host, int(port)))
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         forms = ["increment alone", "plain mg", "quiet mg, mn", "classic get"]
-        print(f"| round | form | memcached CPU µs/batch | wall µs/batch |")
+        print("| round | form | memcached CPU µs/batch | wall µs/batch |")
         print("|---|---|---:|---:|")
         for round_ in range(1, args.rounds + 1):
             for form in forms:

@@ -33,7 +33,6 @@ import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,7 +41,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from loopback import free_port, log  # noqa: E402
+from loopback import log, start_memcached  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SERVICE = os.path.join(ROOT, "target", "release", "web-service")
 MANY = 100_000
@@ -63,31 +62,6 @@ CASES = [
     ("MemcachedStore::increment, 1 key", ["--variant", "increment"], 1, True),
     ("MemcachedStore::increment, 100,000 keys", ["--variant", "increment"], MANY, True),
 ]
-
-
-def wait_for_port(port, process, what, seconds=10):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            sys.exit(f"{what} exited with {process.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"{what} did not listen on port {port} within {seconds} s")
-
-
-def start_memcached():
-    port = free_port()
-    process = subprocess.Popen(
-        ["taskset", "-c", "0", "memcached", "-t", "1", "-l", "127.0.0.1",
-         "-p", str(port), "-U", "0", "-m", "1024", "-c", "4096"]
-        # memcached refuses to run as root unless told which user to be.
-        + (["-u", "root"] if os.geteuid() == 0 else []),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_port(port, process, "memcached")
-    return process, f"127.0.0.1:{port}"
 
 
 def start_service(service, arguments, keys, memcached, out_dir, timeout):
