@@ -30,6 +30,8 @@ pub fn own() -> Duration {
 pub struct Server {
     /// `rusage_user + rusage_system`.
     pub cpu: Duration,
+    /// `cmd_get`: the keys read so far, by `get` or `mg`, found or not.
+    pub gets: u64,
 }
 
 impl Server {
@@ -45,6 +47,7 @@ impl Server {
         };
         Self {
             cpu: Duration::from_secs_f64(number("rusage_user") + number("rusage_system")),
+            gets: number("cmd_get") as u64,
         }
     }
 }
@@ -56,6 +59,8 @@ pub struct PerDecision {
     pub client_us: f64,
     /// memcached's CPU time, µs.
     pub server_us: f64,
+    /// The keys memcached read (`cmd_get`).
+    pub server_gets: f64,
 }
 
 /// Measures what happens between [`Meter::start`] and [`Meter::finish`].
@@ -82,6 +87,7 @@ impl Meter {
         PerDecision {
             client_us: per(client.as_secs_f64() * 1e6),
             server_us: per(server.cpu.saturating_sub(self.server.cpu).as_secs_f64() * 1e6),
+            server_gets: per(server.gets.saturating_sub(self.server.gets) as f64),
         }
     }
 }

@@ -29,6 +29,7 @@ use crate::client::{raw_client, store, warm_up_decision};
 use crate::cpu::{Meter, PerDecision};
 use crate::matrix::client_keys;
 use crate::server::{self, Memcached};
+use crate::socket::Pipeline;
 use crate::{
     cas_note, cas_policy, first_error_note, latency_histogram, median, record_latency,
     select_cases, Counts, Mode, Modes, Runs, MANY_CLIENTS, RAW_TTL,
@@ -91,24 +92,42 @@ enum Kind {
     /// bucket's on the version the last one returned: what memcached's
     /// side of a compare-and-swap decision costs, the second control.
     CasWrite,
+    /// An increment and this many reads of absent keys, in one batch
+    /// written straight to a connection of its own ([`Pipeline::visit`]),
+    /// with no client library: the floor, on this machine, of a decision
+    /// that must read that many keys besides its increment.
+    RawVisit(usize),
     Limiter(Case),
 }
+
+/// The reads of the second raw visit: about the sub-windows that a
+/// SlidingWindow of n = 60 (1 s each) finds sealed since its client's
+/// last decision, when 100,000 clients share one request at a time (a
+/// client comes back every 12 s or so).
+const VISIT_READS: usize = 12;
 
 impl Kind {
     fn name(self) -> String {
         match self {
             Kind::Increment => "bare increment".into(),
             Kind::CasWrite => "bare compare-and-swap write".into(),
+            Kind::RawVisit(0) => "raw increment, own socket".into(),
+            Kind::RawVisit(reads) => format!("raw increment + {reads} absent reads, own socket"),
             Kind::Limiter(case) => case.name(),
         }
     }
 }
 
 fn kinds() -> Vec<Kind> {
-    [Kind::Increment, Kind::CasWrite]
-        .into_iter()
-        .chain(Case::ALL.into_iter().map(Kind::Limiter))
-        .collect()
+    [
+        Kind::Increment,
+        Kind::CasWrite,
+        Kind::RawVisit(0),
+        Kind::RawVisit(VISIT_READS),
+    ]
+    .into_iter()
+    .chain(Case::ALL.into_iter().map(Kind::Limiter))
+    .collect()
 }
 
 /// The thing paired with the `mg`.
@@ -116,6 +135,10 @@ enum Paired {
     Increment,
     /// The version each key's last write returned.
     CasWrite(RefCell<HashMap<Vec<u8>, u64>>),
+    RawVisit {
+        pipeline: tokio::sync::Mutex<Pipeline>,
+        reads: usize,
+    },
     Limiter(Arc<RateLimiter>),
 }
 
@@ -145,6 +168,11 @@ struct RunResult {
 impl RunResult {
     fn ratio(&self, quantile: usize) -> f64 {
         self.case[quantile] / self.get[quantile]
+    }
+
+    /// The keys memcached read per decision, besides the pair's own `mg`.
+    fn keys_read(&self) -> f64 {
+        (self.cost.server_gets - 1.0).max(0.0)
     }
 }
 
@@ -209,6 +237,13 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
             .map(|_| true)
             .map_err(|error| error.to_string()),
         Paired::CasWrite(versions) => cas_write(raw, versions, key).await,
+        Paired::RawVisit { pipeline, reads } => pipeline
+            .lock()
+            .await
+            .visit(key, *reads, RAW_TTL)
+            .await
+            .map(|_| true)
+            .map_err(|error| error.to_string()),
         Paired::Limiter(limiter) => match limiter.check(key).await {
             Ok(decision) => Ok(decision.is_allowed()),
             Err(Error::Contention { .. }) => {
@@ -324,13 +359,20 @@ pub fn run(mut args: Args) {
     let raw = runtime.block_on(raw_client(&address, IO_TIMEOUT));
     for &mode in args.mode.modes() {
         println!("## {}\n", mode.title());
-        println!("| case | p50 µs | mg p50 µs | p50 / mg | p99 / mg | p99.9 / mg | p50 / mg per run | client CPU µs/pair | memcached CPU µs/pair | pairs | allowed | denied | errors |");
-        println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+        println!("| case | p50 µs | mg p50 µs | p50 / mg | p99 / mg | p99.9 / mg | p50 / mg per run | client CPU µs/pair | memcached CPU µs/pair | keys read / decision | pairs | allowed | denied | errors |");
+        println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
         for &kind in &kinds {
             server.flush_all();
             let (paired, prefix) = match kind {
                 Kind::Increment => (Paired::Increment, "raw:"),
                 Kind::CasWrite => (Paired::CasWrite(RefCell::default()), "raw:"),
+                Kind::RawVisit(reads) => {
+                    let pipeline = runtime
+                        .block_on(Pipeline::connect(&address))
+                        .expect("a connection to memcached");
+                    let pipeline = tokio::sync::Mutex::new(pipeline);
+                    (Paired::RawVisit { pipeline, reads }, "raw:")
+                }
                 Kind::Limiter(case) => {
                     let setup = Setup {
                         cas_policy: Some(cas_policy()),
@@ -391,7 +433,9 @@ pub fn run(mut args: Args) {
                 let seed = args.seed.wrapping_add(run as u64);
                 let cas = || match &paired {
                     Paired::Limiter(limiter) => limiter.cas_stats(),
-                    Paired::Increment | Paired::CasWrite(_) => Default::default(),
+                    Paired::Increment | Paired::CasWrite(_) | Paired::RawVisit { .. } => {
+                        Default::default()
+                    }
                 };
                 let cas_before = cas();
                 let meter = Meter::start(&address);
@@ -410,7 +454,7 @@ pub fn run(mut args: Args) {
                 };
                 let cas_note = cas_note(&cas_before, &cas_after, result.pairs as u64);
                 eprintln!(
-                    "[{:>6.0} s] {mode:?} {} run {}: p50 {:.1} µs (mg {:.1}), ratio {:.3}, p99 ratio {:.3}, p99.9 ratio {:.3}, CPU µs/pair client {:.2} memcached {:.2}, {} pairs, {} errors{}{cas_note}",
+                    "[{:>6.0} s] {mode:?} {} run {}: p50 {:.1} µs (mg {:.1}), ratio {:.3}, p99 ratio {:.3}, p99.9 ratio {:.3}, CPU µs/pair client {:.2} memcached {:.2}, keys read/decision {:.2}, {} pairs, {} errors{}{cas_note}",
                     started.elapsed().as_secs_f64(),
                     kind.name(),
                     run + 1,
@@ -421,6 +465,7 @@ pub fn run(mut args: Args) {
                     result.ratio(2),
                     result.cost.client_us,
                     result.cost.server_us,
+                    result.keys_read(),
                     result.pairs,
                     result.counts.errors,
                     first_error_note(result.first_error.as_deref()),
@@ -446,7 +491,7 @@ fn print_row(name: &str, runs: &[RunResult]) {
     }
     let per_run: Vec<String> = runs.iter().map(|r| format!("{:.3}", r.ratio(0))).collect();
     println!(
-        "| {name} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+        "| {name} | {:.1} | {:.1} | {:.3} | {:.3} | {:.3} | {} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
         of(&|r| r.case[0]),
         of(&|r| r.get[0]),
         of(&|r| r.ratio(0)),
@@ -455,6 +500,7 @@ fn print_row(name: &str, runs: &[RunResult]) {
         per_run.join(", "),
         of(&|r| r.cost.client_us),
         of(&|r| r.cost.server_us),
+        of(&|r| r.keys_read()),
         runs.iter().map(|r| r.pairs).sum::<u64>(),
         counts.allowed,
         counts.denied,

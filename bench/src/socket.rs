@@ -5,10 +5,15 @@
 //! Each batch is `n` meta arithmetic commands (`ma <key> N<ttl> J1 v`:
 //! add 1, create the counter at 1 with lifetime `ttl` if it is missing,
 //! return the value), written at once, then their `n` replies read back.
-//! Commands and replies are as memcached's protocol.txt, "Meta Arithmetic",
-//! defines them (<https://github.com/memcached/memcached/wiki/MetaCommands>).
+//! A visit ([`Pipeline::visit`]) is one such increment followed by reads
+//! (`mg <key> v`) of keys that are absent, in one batch: what a client of
+//! a sliding window with many sub-windows sends after an absence, with
+//! no client library's work around it.
+//! Commands and replies are as memcached's protocol.txt, "Meta Arithmetic"
+//! and "Meta Get", define them
+//! (<https://github.com/memcached/memcached/wiki/MetaCommands>).
 
-use std::io;
+use std::io::{self, Write};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -50,14 +55,66 @@ impl Pipeline {
             self.out.extend_from_slice(flags.as_bytes());
             sent += 1;
         }
-        self.stream.write_all(&self.out).await?;
         values.clear();
+        self.exchange(sent, |reply| {
+            if let Reply::Value(value) = reply {
+                values.push(value);
+            }
+        })
+        .await?;
+        if values.len() < sent {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "an increment answered that its key is absent",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Increments `key` by 1 (created at 1 with lifetime `ttl` seconds if
+    /// missing) and reads `reads` keys that no one writes
+    /// (`<key>:absent:<i>`), in one batch; returns the counter's value.
+    /// Any read that finds a value is an error: the keys must be absent.
+    pub async fn visit(&mut self, key: &[u8], reads: usize, ttl: u32) -> io::Result<u64> {
+        // Written in place, with no allocation per visit.
+        self.out.clear();
+        self.out.extend_from_slice(b"ma ");
+        self.out.extend_from_slice(key);
+        write!(self.out, " N{ttl} J1 v\r\n")?;
+        for read in 0..reads {
+            self.out.extend_from_slice(b"mg ");
+            self.out.extend_from_slice(key);
+            write!(self.out, ":absent:{read} v\r\n")?;
+        }
+        let mut counter = None;
+        let mut found = 0;
+        self.exchange(1 + reads, |reply| match reply {
+            Reply::Value(value) if counter.is_none() => counter = Some(value),
+            Reply::Value(_) => found += 1,
+            Reply::Miss => {}
+        })
+        .await?;
+        match counter {
+            Some(value) if found == 0 => Ok(value),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "a visit's increment missed, or an absent key held a value",
+            )),
+        }
+    }
+
+    /// Writes the batch in `out`, then reads its `sent` replies, each to
+    /// `each`, in order.
+    async fn exchange(&mut self, sent: usize, mut each: impl FnMut(Reply)) -> io::Result<()> {
+        self.stream.write_all(&self.out).await?;
         self.replies.clear();
         let mut parsed = 0;
-        while values.len() < sent {
+        let mut answered = 0;
+        while answered < sent {
             match parse(&self.replies[parsed..])? {
-                Some((value, length)) => {
-                    values.push(value);
+                Some((reply, length)) => {
+                    each(reply);
+                    answered += 1;
                     parsed += length;
                 }
                 None => {
@@ -79,13 +136,25 @@ impl Pipeline {
     }
 }
 
-/// The first reply in `bytes`: `VA <length>\r\n<value>\r\n`, as the value
+/// A reply of memcached's meta protocol, as a batch here reads them.
+#[derive(Debug, PartialEq, Eq)]
+enum Reply {
+    /// `VA`: a number.
+    Value(u64),
+    /// `EN`: the key is absent.
+    Miss,
+}
+
+/// The first reply in `bytes`: `VA <length>\r\n<value>\r\n` or `EN\r\n`,
 /// and the bytes it takes; `None` if it is not all there yet.
-fn parse(bytes: &[u8]) -> io::Result<Option<(u64, usize)>> {
+fn parse(bytes: &[u8]) -> io::Result<Option<(Reply, usize)>> {
     let Some(line_end) = bytes.windows(2).position(|pair| pair == b"\r\n") else {
         return Ok(None);
     };
     let head = &bytes[..line_end];
+    if head == b"EN" {
+        return Ok(Some((Reply::Miss, line_end + 2)));
+    }
     let bad = || {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -105,16 +174,21 @@ fn parse(bytes: &[u8]) -> io::Result<Option<(u64, usize)>> {
         .ok()
         .and_then(|digits| digits.trim_end().parse().ok())
         .ok_or_else(bad)?;
-    Ok(Some((value, data + length + 2)))
+    Ok(Some((Reply::Value(value), data + length + 2)))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{parse, Reply};
 
     #[test]
     fn value_replies_are_read_whole_or_not_at_all() {
-        assert_eq!(parse(b"VA 2\r\n17\r\nVA").unwrap(), Some((17, 10)));
+        assert_eq!(
+            parse(b"VA 2\r\n17\r\nVA").unwrap(),
+            Some((Reply::Value(17), 10))
+        );
+        assert_eq!(parse(b"EN\r\nVA").unwrap(), Some((Reply::Miss, 4)));
+        assert_eq!(parse(b"EN\r").unwrap(), None);
         assert_eq!(parse(b"VA 2\r\n17\r").unwrap(), None);
         assert_eq!(parse(b"VA 2").unwrap(), None);
         assert!(parse(b"SERVER_ERROR out of memory\r\n").is_err());
