@@ -44,6 +44,9 @@ use crate::error::ConfigError;
 use crate::stack_text::StackText;
 
 mod printable;
+mod siblings;
+
+pub(crate) use self::siblings::SiblingKeys;
 
 /// The longest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
@@ -166,22 +169,6 @@ impl KeySpace {
             prefix.push(&hashed);
         }
     }
-}
-
-/// The key `<prefix>_<suffix>`, for a `prefix` that
-/// [`KeySpace::write_key`] wrote: a sibling of the key it wrote, with
-/// another suffix.
-///
-/// # Panics
-///
-/// As [`KeySpace::write_key`] does.
-pub(crate) fn sibling_key(prefix: &[u8], suffix: &[u8]) -> Vec<u8> {
-    check_suffix(suffix);
-    let mut key = Vec::with_capacity(prefix.len() + 1 + suffix.len());
-    key.extend_from_slice(prefix);
-    key.push(b'_');
-    key.extend_from_slice(suffix);
-    key
 }
 
 /// Appends `_<suffix>` to a key prefix.
@@ -367,10 +354,9 @@ mod tests {
         let prefix = keys.write_key(b"user_42", b"202611220107", &mut key);
         assert_eq!(key, b"rl:user_42_202611220107");
         assert_eq!(&key[..prefix], keys.client(b"user_42").as_bytes());
-        assert_eq!(
-            sibling_key(&key[..prefix], b"202611220106"),
-            b"rl:user_42_202611220106"
-        );
+        let mut siblings = SiblingKeys::new();
+        siblings.push(&key[..prefix], b"202611220106");
+        assert_eq!(siblings.slices(), [b"rl:user_42_202611220106"]);
         // Written in place of what the buffer held.
         keys.write_key(b"bob", b"x", &mut key);
         assert_eq!(key, b"rl:bob_x");

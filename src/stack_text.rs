@@ -62,6 +62,22 @@ impl<const N: usize> StackText<N> {
         self.len = end;
     }
 
+    /// Appends `value % 100` as two decimal digits, copied from a table:
+    /// the calendar fields of every key suffix (fewer instructions than
+    /// dividing, under callgrind).
+    pub(crate) fn push_two_digits(&mut self, value: u32) {
+        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+            2021222324252627282930313233343536373839\
+            4041424344454647484950515253545556575859\
+            6061626364656667686970717273747576777879\
+            8081828384858687888990919293949596979899";
+        let at = 2 * (value % 100) as usize;
+        let end = self.len + 2;
+        assert!(end <= N, "2 digits do not fit");
+        self.bytes[self.len..end].copy_from_slice(&PAIRS[at..at + 2]);
+        self.len = end;
+    }
+
     pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(self).expect("only ASCII is pushed")
     }
@@ -104,6 +120,15 @@ impl<const N: usize> Hash for StackText<N> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_digits_from_the_table_are_the_decimal_ones() {
+        for value in 0..250 {
+            let mut text = StackText::<2>::new();
+            text.push_two_digits(value);
+            assert_eq!(text.as_str(), format!("{:02}", value % 100));
+        }
+    }
 
     #[test]
     fn holds_what_was_pushed_and_no_more() {

@@ -69,7 +69,7 @@ impl Store for Watched {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         self.asking(key);
         let outcome = self.inner.increment(key, delta, ttl, also_read).await;

@@ -110,7 +110,7 @@ impl<S: Store> Store for CountingStore<S> {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         self.count(0, 1 + also_read.len());
         self.inner.increment(key, delta, ttl, also_read).await

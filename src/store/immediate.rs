@@ -45,7 +45,7 @@ pub trait ImmediateStore: Send + Sync {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError>;
 
     /// [`Store::decrement`](crate::store::Store::decrement), at once.

@@ -155,7 +155,7 @@ pub trait Store: Send + Sync + fmt::Debug {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError>;
 
     /// Subtracts `delta` from the counter at `key`, stopping at 0. Returns
@@ -232,7 +232,7 @@ pub(crate) fn ttl_secs(ttl: Duration) -> u64 {
 }
 
 /// Checks an increment's key and the keys it reads with it.
-pub(crate) fn check_keys(key: &[u8], also_read: &[Vec<u8>]) -> Result<(), StoreError> {
+pub(crate) fn check_keys(key: &[u8], also_read: &[&[u8]]) -> Result<(), StoreError> {
     check_key(key)?;
     also_read.iter().try_for_each(|other| check_key(other))
 }
@@ -291,17 +291,18 @@ type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send +
 /// limiter's store call through its `Arc<dyn Store>` costs one
 /// allocation, not two.
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
-    fn increment<'life0, 'life1, 'life2, 'async_trait>(
+    fn increment<'life0, 'life1, 'life2, 'life3, 'async_trait>(
         &'life0 self,
         key: &'life1 [u8],
         delta: u64,
         ttl: Duration,
-        also_read: &'life2 [Vec<u8>],
+        also_read: &'life2 [&'life3 [u8]],
     ) -> Answer<'async_trait, Counters>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
         'life2: 'async_trait,
+        'life3: 'async_trait,
         Self: 'async_trait,
     {
         (**self).increment(key, delta, ttl, also_read)

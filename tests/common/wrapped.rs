@@ -60,7 +60,7 @@ impl<H: Hooks> Store for Wrapped<H> {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         let counters = self.inner.increment(key, delta, ttl, also_read).await?;
         self.hooks.incremented(key, delta, ttl, &counters);

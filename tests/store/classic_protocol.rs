@@ -85,7 +85,7 @@ async fn an_increment_and_its_reads_come_back_together() {
     }
     let gets_before = server.stat("cmd_get");
     let counters = store
-        .increment(&keys[0], 5, MINUTE, &keys[1..])
+        .increment(&keys[0], 5, MINUTE, &[&keys[1], &keys[2], &keys[3]])
         .await
         .unwrap();
     assert_eq!(counters.value, 5);

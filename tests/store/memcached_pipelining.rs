@@ -131,7 +131,7 @@ async fn contract(store: &MemcachedStore, name: &str, alone: bool) {
     assert_eq!(store.increment(&a, 5, MINUTE, &[]).await.unwrap().value, 5);
     store.increment(&b, 7, MINUTE, &[]).await.unwrap();
     let second = store
-        .increment(&a, 2, MINUTE, &[b.clone(), missing.clone(), a.clone()])
+        .increment(&a, 2, MINUTE, &[&b, &missing, &a])
         .await
         .unwrap();
     assert_eq!(second.value, 7, "{name}");
@@ -346,7 +346,7 @@ async fn concurrent_increments_of_one_key_are_exact_and_share_batches() {
                 let own = key(&client, &format!("own{task}"));
                 tokio::spawn(async move {
                     barrier.wait().await;
-                    let counters = store.increment(&hot, 1, MINUTE, &[own]).await.unwrap();
+                    let counters = store.increment(&hot, 1, MINUTE, &[&own]).await.unwrap();
                     assert_eq!(
                         counters.read,
                         vec![Some(task)],

@@ -37,7 +37,7 @@ async fn increment_creates_at_delta_then_adds_and_reads_in_one_call() {
         f.store.increment(&b, 7, MINUTE, &[]).await.unwrap();
         let second = f
             .store
-            .increment(&a, 2, MINUTE, &[b.clone(), missing.clone(), a.clone()])
+            .increment(&a, 2, MINUTE, &[&b, &missing, &a])
             .await
             .unwrap();
         assert_eq!(second.value, 7, "{}", f.name);

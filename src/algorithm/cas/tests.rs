@@ -100,7 +100,7 @@ impl Store for Waiting {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<crate::store::Counters, StoreError> {
         self.store.increment(key, delta, ttl, also_read).await
     }

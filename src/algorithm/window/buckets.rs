@@ -23,6 +23,10 @@ pub(crate) struct Buckets {
     len_nanos: i64,
     history: u32,
     format: &'static str,
+    /// How many of the clock's fields past the minute `format` writes: 0
+    /// (minutes), 1 (seconds) or 2 (seconds and milliseconds); told once
+    /// here, not by comparing formats on every key.
+    finer: u8,
     /// What the suffix ends with after a `-`: the bucket length unless it
     /// is a minute, then `mom` for packed counters.
     tag: Option<String>,
@@ -75,10 +79,16 @@ impl Buckets {
         // namespace never share a counter.
         let tag =
             (millis != 60_000).then(|| compact_duration(Duration::from_nanos(len_nanos as u64)));
+        let finer = match format {
+            "%Y%m%d%H%M" => 0,
+            "%Y%m%d%H%M%S" => 1,
+            _ => 2,
+        };
         Ok(Self {
             len_nanos: len_nanos as i64,
             history,
             format,
+            finer,
             tag,
             naming: NAMINGS.fetch_add(1, Ordering::Relaxed),
         })
@@ -160,6 +170,13 @@ impl Buckets {
         suffix
     }
 
+    /// The suffix of an older bucket `index`, read beside the current one:
+    /// written out, and not kept in [`LAST_SUFFIX`], which keeps the
+    /// current bucket's for the next decision.
+    pub(crate) fn older_suffix(&self, index: i64) -> Suffix {
+        self.write_suffix(index)
+    }
+
     /// [`suffix`](Self::suffix), written out.
     fn write_suffix(&self, index: i64) -> Suffix {
         let start = self.start(index);
@@ -169,14 +186,21 @@ impl Buckets {
         let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
         let of_day = secs.rem_euclid(86_400) as u32;
         if (0..=9999).contains(&year) {
-            suffix.push_digits(year as u32, 4);
-            for field in [month, day, of_day / 3_600, of_day / 60 % 60] {
-                suffix.push_digits(field, 2);
+            let year = year as u32;
+            for field in [
+                year / 100,
+                year % 100,
+                month,
+                day,
+                of_day / 3_600,
+                of_day / 60 % 60,
+            ] {
+                suffix.push_two_digits(field);
             }
-            if self.format != "%Y%m%d%H%M" {
-                suffix.push_digits(of_day % 60, 2);
+            if self.finer >= 1 {
+                suffix.push_two_digits(of_day % 60);
             }
-            if self.format == "%Y%m%d%H%M%S%3f" {
+            if self.finer == 2 {
                 suffix.push_digits(millis, 3);
             }
         } else {

@@ -15,7 +15,7 @@ use crate::algorithm::settings::{DeniedRequests, Settings};
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::StoreError;
-use crate::key::{routing_prefix, sibling_key, KeyBuf};
+use crate::key::{routing_prefix, KeyBuf, SiblingKeys};
 use crate::store::{at_once, parse_counter, Counters, ImmediateStore, PutCondition};
 use crate::timer::{timeout, Left};
 
@@ -46,7 +46,19 @@ struct Ask {
     decoded: Decoded,
     /// The ages of the buckets read, and their keys.
     read_ages: Ages,
-    reads: Vec<Vec<u8>>,
+    reads: SiblingKeys,
+}
+
+impl Ask {
+    /// The keys of the older buckets read, for the store's call: none in
+    /// the common case, where the sealed cache knows them all.
+    fn read_keys(&self) -> Vec<&[u8]> {
+        if self.read_ages.is_empty() {
+            Vec::new()
+        } else {
+            self.reads.slices()
+        }
+    }
 }
 
 /// Whether a request fits, once the store has answered.
@@ -87,9 +99,23 @@ impl WindowCounter {
         self.settings.keys.write_key(client, &suffix, key)
     }
 
-    /// The key of bucket `index` of the client whose key `prefix` starts.
-    fn sibling(&self, prefix: &[u8], index: i64) -> Vec<u8> {
-        sibling_key(prefix, &self.buckets.suffix(index))
+    /// The keys of the older buckets `index - age` for each of the `count`
+    /// `ages`, of the client whose current key `current` is, its prefix
+    /// `prefix_len` bytes long.
+    fn siblings(
+        &self,
+        current: &[u8],
+        prefix_len: usize,
+        index: i64,
+        ages: impl Iterator<Item = i64>,
+        count: usize,
+    ) -> SiblingKeys {
+        let prefix = &current[..prefix_len];
+        let mut keys = SiblingKeys::with_capacity(count, current.len());
+        for age in ages {
+            keys.push(prefix, &self.buckets.older_suffix(index - age));
+        }
+        keys
     }
 
     /// The keys read for `client` at `now_nanos`: the current bucket first,
@@ -98,11 +124,17 @@ impl WindowCounter {
         let index = self.buckets.index(now_nanos);
         let mut current = KeyBuf::new();
         let prefix = self.bucket_key(client, index, &mut current);
-        std::iter::once(current.to_vec())
-            .chain(
-                (1..=i64::from(self.buckets.history()))
-                    .map(|age| self.sibling(&current[..prefix], index - age)),
-            )
+        let history = self.buckets.history();
+        let older = self.siblings(
+            &current,
+            prefix,
+            index,
+            1..=i64::from(history),
+            history as usize,
+        );
+        std::iter::once(&current[..])
+            .chain(older.iter())
+            .map(<[u8]>::to_vec)
             .collect()
     }
 
@@ -162,12 +194,10 @@ impl WindowCounter {
         // Nothing to read, the common case with the sealed cache: no
         // collection built.
         let reads = if read_ages.is_empty() {
-            Vec::new()
+            SiblingKeys::new()
         } else {
-            read_ages
-                .iter()
-                .map(|&age| self.sibling(prefix, index - age as i64))
-                .collect()
+            let ages = read_ages.iter().map(|&age| age as i64);
+            self.siblings(current, prefix_len, index, ages, read_ages.len())
         };
         // Built where it is returned, field by field: a whole `Ask` built
         // first and then returned is copied by a call to `memcpy`.
@@ -201,7 +231,7 @@ impl WindowCounter {
         settings.check_cost(cost, settings.quota.limit())?;
         let mut current = KeyBuf::new();
         let mut ask = self.ask(client, cost, now, &mut current);
-        let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.reads);
+        let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.read_keys());
         let counters = match counted {
             Ok(counters) => counters,
             Err(error) => at_once(self.repair_after(error.into(), &current, &ask))??,
@@ -244,9 +274,10 @@ impl WindowCounter {
         // wait.
         let concluding = {
             let (counted, call) = {
+                let reads = ask.read_keys();
                 let increment = settings
                     .store
-                    .increment(&current, ask.delta, ask.ttl, &ask.reads);
+                    .increment(&current, ask.delta, ask.ttl, &reads);
                 let mut within = std::pin::pin!(settings.within_deadline(increment));
                 let counted = within.as_mut().await;
                 (counted, Call::Waiting(within.left()))
@@ -277,7 +308,7 @@ impl WindowCounter {
         repair(
             &self.settings,
             current,
-            &ask.reads,
+            &ask.read_keys(),
             ask.delta,
             ask.ttl,
             cause,
@@ -326,7 +357,11 @@ impl WindowCounter {
         } else {
             self.checked(counters.value, current)
         };
-        let reads = ask.read_ages.iter().zip(&counters.read).zip(&ask.reads);
+        let reads = ask
+            .read_ages
+            .iter()
+            .zip(&counters.read)
+            .zip(ask.reads.iter());
         for ((&age, count), key) in reads {
             counts[age] = self.checked(count.unwrap_or(0), key);
         }

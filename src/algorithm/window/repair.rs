@@ -38,7 +38,7 @@ pub(crate) fn not_a_counter(error: &Error) -> Option<&StoreError> {
 pub(crate) async fn repair(
     settings: &Settings,
     current: &[u8],
-    reads: &[Vec<u8>],
+    reads: &[&[u8]],
     cost: u64,
     ttl: Duration,
     error: &StoreError,
@@ -46,7 +46,7 @@ pub(crate) async fn repair(
     let store = settings.store.as_ref();
     let refused = error.kind() == StoreErrorKind::Rejected;
     let work = async {
-        for key in std::iter::once(current).chain(reads.iter().map(Vec::as_slice)) {
+        for key in std::iter::once(current).chain(reads.iter().copied()) {
             let Some(held) = store.get(key).await? else {
                 continue;
             };
@@ -63,7 +63,7 @@ pub(crate) async fn repair(
         }
         let mut keys = Vec::with_capacity(reads.len() + 1);
         keys.push(current.to_vec());
-        keys.extend_from_slice(reads);
+        keys.extend(reads.iter().map(|key| key.to_vec()));
         let mut read = store.get_counters(&keys).await?;
         let value = read.remove(0).unwrap_or(0);
         Ok::<_, StoreError>(Counters { value, read })

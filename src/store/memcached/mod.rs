@@ -207,7 +207,7 @@ impl Store for MemcachedStore {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         match &self.backend {
             Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,

@@ -162,7 +162,7 @@ impl Store for MemoryStore {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         self.increment_now(key, delta, ttl, also_read)
     }

@@ -33,13 +33,13 @@ impl Store for ClassicStore {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         check_keys(key, also_read)?;
         let server = self.home(key);
         let together = also_read.iter().all(|other| self.home(other) == server);
         let reads: Vec<&[u8]> = if together {
-            also_read.iter().map(Vec::as_slice).collect()
+            also_read.to_vec()
         } else {
             Vec::new()
         };
@@ -94,13 +94,15 @@ impl Store for ClassicStore {
                 .iter()
                 .map(|other| {
                     items
-                        .get(other)
+                        .get(*other)
                         .map(|item| parse_counter(other, &item.value))
                         .transpose()
                 })
                 .collect::<Result<_, _>>()?
         } else {
-            self.get_counters(also_read).await?
+            // Rare: keys of one client on several servers.
+            let keys: Vec<Vec<u8>> = also_read.iter().map(|other| other.to_vec()).collect();
+            self.get_counters(&keys).await?
         };
         Ok(Counters { value, read })
     }

@@ -38,6 +38,9 @@ use crate::store::{
 };
 use crate::timer::{timeout_in, waits_at_most, TimerQueue};
 
+/// No keys besides the first, for [`MetaStore::exchange`].
+const NO_KEYS: &[&[u8]] = &[];
+
 /// memcached spoken to with the meta protocol.
 #[derive(Clone)]
 pub(super) struct MetaStore {
@@ -94,7 +97,7 @@ impl MetaStore {
 
     /// The server index of a call on `first` and `rest`, if they all live
     /// on one server (keys sharing a routing prefix always do).
-    fn lane(&self, first: &[u8], rest: &[Vec<u8>]) -> Option<usize> {
+    fn lane<K: AsRef<[u8]>>(&self, first: &[u8], rest: &[K]) -> Option<usize> {
         let servers = self.pools.addresses();
         if servers.len() == 1 {
             return Some(0);
@@ -102,6 +105,7 @@ impl MetaStore {
         let prefix = routing_prefix(first);
         let home = ClientRouter::place(first, servers);
         rest.iter()
+            .map(K::as_ref)
             .all(|key| routing_prefix(key) == prefix || ClientRouter::place(key, servers) == home)
             .then_some(home)
     }
@@ -110,10 +114,10 @@ impl MetaStore {
     /// `rest` in that order, in one round trip per server: in the pipeline
     /// when they share a server, directly otherwise. One result per
     /// operation, in order.
-    async fn exchange(
+    async fn exchange<K: AsRef<[u8]> + Sync>(
         &self,
         first: &[u8],
-        rest: &[Vec<u8>],
+        rest: &[K],
         request: Request,
     ) -> Result<Answers, StoreError> {
         let expected = request.len();
@@ -159,8 +163,8 @@ impl MetaStore {
     /// Runs `request`, whose keys live on several servers, as one exchange
     /// per server, in turn; an exchange that could not be sent answers
     /// each of its operations with why.
-    async fn spread(&self, first: &[u8], rest: &[Vec<u8>], request: Request) -> Answers {
-        let keys = std::iter::once(first).chain(rest.iter().map(Vec::as_slice));
+    async fn spread<K: AsRef<[u8]>>(&self, first: &[u8], rest: &[K], request: Request) -> Answers {
+        let keys = std::iter::once(first).chain(rest.iter().map(K::as_ref));
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         for (at, key) in keys.enumerate() {
             let server = ClientRouter::place(key, self.pools.addresses());
@@ -230,10 +234,10 @@ impl MetaStore {
         key: &[u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[Vec<u8>],
+        also_read: &[&[u8]],
     ) -> Result<Counters, StoreError> {
         check_keys(key, also_read)?;
-        let key_bytes = key.len() + also_read.iter().map(Vec::len).sum::<usize>();
+        let key_bytes = key.len() + also_read.iter().map(|other| other.len()).sum::<usize>();
         let mut request = Request::with_capacity(1 + also_read.len(), key_bytes, 0);
         request.increment(key, delta, wire_ttl(ttl));
         for other in also_read {
@@ -274,7 +278,7 @@ impl MetaStore {
         check_key(key)?;
         let mut request = Request::with_capacity(1, key.len(), 0);
         request.decrement(key, delta);
-        match only(self.exchange(key, &[], request).await?)? {
+        match only(self.exchange(key, NO_KEYS, request).await?)? {
             Reply::Number(value) => Ok(Some(value)),
             Reply::NotFound => Ok(None),
             _ => Err(out_of_kind("decrement").ambiguous()),
@@ -305,7 +309,7 @@ impl MetaStore {
         check_key(key)?;
         let mut request = Request::with_capacity(1, key.len(), 0);
         request.get(key);
-        let (value, cas) = match only(self.exchange(key, &[], request).await?)? {
+        let (value, cas) = match only(self.exchange(key, NO_KEYS, request).await?)? {
             Reply::Miss => return Ok(None),
             Reply::Value { data, cas } => (data, cas),
             _ => return Err(out_of_kind("read")),
@@ -329,7 +333,7 @@ impl MetaStore {
         check_value(value)?;
         let mut request = Request::with_capacity(1, key.len(), value.len());
         request.set(key, value, wire_ttl(ttl), condition);
-        let mut answers = self.exchange(key, &[], request).await?.into_iter();
+        let mut answers = self.exchange(key, NO_KEYS, request).await?.into_iter();
         let outcome = |reply| match reply {
             Reply::Done { cas } => Ok((PutOutcome::Stored, cas)),
             // `NF` only answers a compare (`C`): the key is gone.
