@@ -81,6 +81,10 @@ pub struct Args {
     /// Seed of the client-id choice in "many" mode.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// The absent keys the second raw control reads beside its increment
+    /// (1 to 100).
+    #[arg(long, default_value_t = VISIT_READS, value_parser = clap::value_parser!(u16).range(1..=100))]
+    visit_reads: u16,
 }
 
 /// What is paired with the `mg`.
@@ -100,11 +104,11 @@ enum Kind {
     Limiter(Case),
 }
 
-/// The reads of the second raw visit: about the sub-windows that a
-/// SlidingWindow of n = 60 (1 s each) finds sealed since its client's
-/// last decision, when 100,000 clients share one request at a time (a
-/// client comes back every 12 s or so).
-const VISIT_READS: usize = 12;
+/// The reads of the second raw visit by default: about the sub-windows
+/// that a SlidingWindow of n = 60 (1 s each) finds sealed since its
+/// client's last decision, when 100,000 clients share one request at a
+/// time (a client comes back every 12 s or so).
+const VISIT_READS: u16 = 12;
 
 impl Kind {
     fn name(self) -> String {
@@ -118,12 +122,12 @@ impl Kind {
     }
 }
 
-fn kinds() -> Vec<Kind> {
+fn kinds(visit_reads: usize) -> Vec<Kind> {
     [
         Kind::Increment,
         Kind::CasWrite,
         Kind::RawVisit(0),
-        Kind::RawVisit(VISIT_READS),
+        Kind::RawVisit(visit_reads),
     ]
     .into_iter()
     .chain(Case::ALL.into_iter().map(Kind::Limiter))
@@ -325,8 +329,12 @@ async fn warm_up(limiter: &Arc<RateLimiter>, keys: &Arc<Vec<Vec<u8>>>) {
 /// on stderr.
 pub fn run(mut args: Args) {
     args.timing.resolve(args.quick);
-    let kinds =
-        select_cases::<Args, _>(kinds(), |kind| kind.name(), args.only.as_deref(), |_| false);
+    let kinds = select_cases::<Args, _>(
+        kinds(usize::from(args.visit_reads)),
+        |kind| kind.name(),
+        args.only.as_deref(),
+        |_| false,
+    );
     let placement = server::pin_self_or_reexec();
     let binary = args.memcached.clone().unwrap_or_else(server::find_binary);
     let server = Memcached::start(&binary, placement.pin_server);

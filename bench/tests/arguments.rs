@@ -50,6 +50,8 @@ fn the_other_programs_refuse_them_too() {
     refused(at_one, &["--seconds", "0"], "more than 0");
     refused(at_one, &["--only", "no such case"], "matches no case");
     refused(at_one, &["--mode", "warm"], "invalid value");
+    refused(at_one, &["--visit-reads", "0"], "not in 1..=100");
+    refused(at_one, &["--visit-reads", "101"], "not in 1..=100");
     let cas = env!("CARGO_BIN_EXE_cas-contention");
     refused(cas, &["--in-flight", "0"], "at least 1");
     refused(cas, &["--processes", "1000"], "at most 64");
