@@ -354,7 +354,7 @@ mod tests {
         let prefix = keys.write_key(b"user_42", b"202611220107", &mut key);
         assert_eq!(key, b"rl:user_42_202611220107");
         assert_eq!(&key[..prefix], keys.client(b"user_42").as_bytes());
-        let mut siblings = SiblingKeys::new();
+        let mut siblings = SiblingKeys::default();
         siblings.push(&key[..prefix], b"202611220106");
         assert_eq!(siblings.slices(), [b"rl:user_42_202611220106"]);
         // Written in place of what the buffer held.

@@ -23,15 +23,8 @@ pub(crate) struct SiblingKeys {
 }
 
 impl SiblingKeys {
-    /// No keys, and nothing allocated.
-    pub(crate) const fn new() -> Self {
-        Self {
-            bytes: Vec::new(),
-            len: 0,
-        }
-    }
-
-    /// Room for `count` keys of `len` bytes each.
+    /// Room for `count` keys of `len` bytes each: nothing allocated for
+    /// none.
     pub(crate) fn with_capacity(count: usize, len: usize) -> Self {
         Self {
             bytes: Vec::with_capacity(count * len),
@@ -66,6 +59,9 @@ impl SiblingKeys {
     /// The keys as slices, for a store call: nothing allocated when there
     /// are none.
     pub(crate) fn slices(&self) -> Vec<&[u8]> {
+        if self.bytes.is_empty() {
+            return Vec::new();
+        }
         let mut slices = Vec::with_capacity(self.count());
         slices.extend(self.iter());
         slices
@@ -98,7 +94,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "sibling keys of different lengths")]
     fn keys_of_another_length_are_refused() {
-        let mut keys = SiblingKeys::new();
+        let mut keys = SiblingKeys::default();
         keys.push(b"rl:a", b"1");
         keys.push(b"rl:a", b"12");
     }

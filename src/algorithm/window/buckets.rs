@@ -22,16 +22,13 @@ use crate::stack_text::StackText;
 pub(crate) struct Buckets {
     len_nanos: i64,
     history: u32,
-    format: &'static str,
-    /// How many of the clock's fields past the minute `format` writes: 0
-    /// (minutes), 1 (seconds) or 2 (seconds and milliseconds); told once
-    /// here, not by comparing formats on every key.
-    finer: u8,
+    /// The finest field a suffix names.
+    precision: Precision,
     /// What the suffix ends with after a `-`: the bucket length unless it
     /// is a minute, then `mom` for packed counters.
     tag: Option<String>,
     /// Names these buckets' suffixes in [`LAST_SUFFIX`]: one number per
-    /// length, format and tag made, never reused.
+    /// length, precision and tag made, never reused.
     naming: u64,
 }
 
@@ -67,28 +64,22 @@ impl Buckets {
             ));
         }
         let millis = len_nanos / 1_000_000;
-        let format = if millis.is_multiple_of(60_000) {
-            "%Y%m%d%H%M"
+        let precision = if millis.is_multiple_of(60_000) {
+            Precision::Minutes
         } else if millis.is_multiple_of(1_000) {
-            "%Y%m%d%H%M%S"
+            Precision::Seconds
         } else {
-            "%Y%m%d%H%M%S%3f"
+            Precision::Millis
         };
         // Minute buckets keep the plain `<yyyyMMddHHmm>` form; any other
         // length is tagged, so limiters with different bucket lengths in one
         // namespace never share a counter.
         let tag =
             (millis != 60_000).then(|| compact_duration(Duration::from_nanos(len_nanos as u64)));
-        let finer = match format {
-            "%Y%m%d%H%M" => 0,
-            "%Y%m%d%H%M%S" => 1,
-            _ => 2,
-        };
         Ok(Self {
             len_nanos: len_nanos as i64,
             history,
-            format,
-            finer,
+            precision,
             tag,
             naming: NAMINGS.fetch_add(1, Ordering::Relaxed),
         })
@@ -160,6 +151,9 @@ impl Buckets {
     /// calendar fields are computed from the day number directly
     /// ([`civil_from_days`]) and the digits written into a buffer on the
     /// stack, with no allocation; a test holds it to chrono's output.
+    /// Every suffix of one `Buckets` has one length: a bucket starts at
+    /// unix nanoseconds in an `i64`, so between the years 1677 and 2262,
+    /// always four digits.
     pub(crate) fn suffix(&self, index: i64) -> Suffix {
         let (naming, last_index, last) = LAST_SUFFIX.get();
         if naming == self.naming && last_index == index {
@@ -184,34 +178,52 @@ impl Buckets {
         let secs = start.div_euclid(1_000_000_000);
         let millis = (start.rem_euclid(1_000_000_000) / 1_000_000) as u32;
         let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+        // 1677 to 2262 (see above): the clamp changes nothing.
+        let year = year.clamp(0, 9_999) as u32;
         let of_day = secs.rem_euclid(86_400) as u32;
-        if (0..=9999).contains(&year) {
-            let year = year as u32;
-            for field in [
-                year / 100,
-                year % 100,
-                month,
-                day,
-                of_day / 3_600,
-                of_day / 60 % 60,
-            ] {
-                suffix.push_two_digits(field);
-            }
-            if self.finer >= 1 {
-                suffix.push_two_digits(of_day % 60);
-            }
-            if self.finer == 2 {
-                suffix.push_digits(millis, 3);
-            }
-        } else {
-            let start = DateTime::<Utc>::from_timestamp_nanos(start);
-            suffix.push(start.format(self.format).to_string().as_bytes());
+        for field in [
+            year / 100,
+            year % 100,
+            month,
+            day,
+            of_day / 3_600,
+            of_day / 60 % 60,
+        ] {
+            suffix.push_two_digits(field);
+        }
+        if self.precision != Precision::Minutes {
+            suffix.push_two_digits(of_day % 60);
+        }
+        if self.precision == Precision::Millis {
+            suffix.push_digits(millis, 3);
         }
         if let Some(tag) = &self.tag {
             suffix.push(b"-");
             suffix.push(tag.as_bytes());
         }
         suffix
+    }
+}
+
+/// The finest field of a bucket's suffix: a bucket that is a whole number
+/// of minutes is named to the minute, of seconds to the second, else to
+/// the millisecond.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Precision {
+    Minutes,
+    Seconds,
+    Millis,
+}
+
+impl Precision {
+    /// The suffix's date as chrono would format it.
+    #[cfg(test)]
+    fn format(self) -> &'static str {
+        match self {
+            Precision::Minutes => "%Y%m%d%H%M",
+            Precision::Seconds => "%Y%m%d%H%M%S",
+            Precision::Millis => "%Y%m%d%H%M%S%3f",
+        }
     }
 }
 
@@ -317,7 +329,7 @@ mod tests {
             while at < 9_000_000_000_000_000_000 {
                 let index = buckets.index(at);
                 let start = DateTime::<Utc>::from_timestamp_nanos(buckets.start(index));
-                let mut expected = start.format(buckets.format).to_string();
+                let mut expected = start.format(buckets.precision.format()).to_string();
                 if let Some(tag) = &buckets.tag {
                     expected = format!("{expected}-{tag}");
                 }

@@ -49,18 +49,6 @@ struct Ask {
     reads: SiblingKeys,
 }
 
-impl Ask {
-    /// The keys of the older buckets read, for the store's call: none in
-    /// the common case, where the sealed cache knows them all.
-    fn read_keys(&self) -> Vec<&[u8]> {
-        if self.read_ages.is_empty() {
-            Vec::new()
-        } else {
-            self.reads.slices()
-        }
-    }
-}
-
 /// Whether a request fits, once the store has answered.
 struct Settled {
     allowed: bool,
@@ -99,21 +87,20 @@ impl WindowCounter {
         self.settings.keys.write_key(client, &suffix, key)
     }
 
-    /// The keys of the older buckets `index - age` for each of the `count`
-    /// `ages`, of the client whose current key `current` is, its prefix
-    /// `prefix_len` bytes long.
+    /// The keys of the older buckets `index - age` for each of `ages`, of
+    /// the client whose current key `current` is, its prefix `prefix_len`
+    /// bytes long.
     fn siblings(
         &self,
         current: &[u8],
         prefix_len: usize,
         index: i64,
-        ages: impl Iterator<Item = i64>,
-        count: usize,
+        ages: &[usize],
     ) -> SiblingKeys {
         let prefix = &current[..prefix_len];
-        let mut keys = SiblingKeys::with_capacity(count, current.len());
-        for age in ages {
-            keys.push(prefix, &self.buckets.older_suffix(index - age));
+        let mut keys = SiblingKeys::with_capacity(ages.len(), current.len());
+        for &age in ages {
+            keys.push(prefix, &self.buckets.older_suffix(index - age as i64));
         }
         keys
     }
@@ -124,14 +111,8 @@ impl WindowCounter {
         let index = self.buckets.index(now_nanos);
         let mut current = KeyBuf::new();
         let prefix = self.bucket_key(client, index, &mut current);
-        let history = self.buckets.history();
-        let older = self.siblings(
-            &current,
-            prefix,
-            index,
-            1..=i64::from(history),
-            history as usize,
-        );
+        let ages: Ages = (1..=self.buckets.history() as usize).collect();
+        let older = self.siblings(&current, prefix, index, &ages);
         std::iter::once(&current[..])
             .chain(older.iter())
             .map(<[u8]>::to_vec)
@@ -192,12 +173,11 @@ impl WindowCounter {
             None => (1..counts.len()).collect(),
         };
         // Nothing to read, the common case with the sealed cache: no
-        // collection built.
+        // keys built.
         let reads = if read_ages.is_empty() {
-            SiblingKeys::new()
+            SiblingKeys::default()
         } else {
-            let ages = read_ages.iter().map(|&age| age as i64);
-            self.siblings(current, prefix_len, index, ages, read_ages.len())
+            self.siblings(current, prefix_len, index, &read_ages)
         };
         // Built where it is returned, field by field: a whole `Ask` built
         // first and then returned is copied by a call to `memcpy`.
@@ -231,7 +211,7 @@ impl WindowCounter {
         settings.check_cost(cost, settings.quota.limit())?;
         let mut current = KeyBuf::new();
         let mut ask = self.ask(client, cost, now, &mut current);
-        let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.read_keys());
+        let counted = store.increment_now(&current, ask.delta, ask.ttl, &ask.reads.slices());
         let counters = match counted {
             Ok(counters) => counters,
             Err(error) => at_once(self.repair_after(error.into(), &current, &ask))??,
@@ -274,7 +254,7 @@ impl WindowCounter {
         // wait.
         let concluding = {
             let (counted, call) = {
-                let reads = ask.read_keys();
+                let reads = ask.reads.slices();
                 let increment = settings
                     .store
                     .increment(&current, ask.delta, ask.ttl, &reads);
@@ -308,7 +288,7 @@ impl WindowCounter {
         repair(
             &self.settings,
             current,
-            &ask.read_keys(),
+            &ask.reads.slices(),
             ask.delta,
             ask.ttl,
             cause,

@@ -38,17 +38,12 @@ impl Store for ClassicStore {
         check_keys(key, also_read)?;
         let server = self.home(key);
         let together = also_read.iter().all(|other| self.home(other) == server);
-        let reads: Vec<&[u8]> = if together {
-            also_read.to_vec()
-        } else {
-            Vec::new()
-        };
-        let reading = !reads.is_empty();
+        let reading = together && !also_read.is_empty();
         let delta_text = delta.to_string();
         let mut request = Vec::new();
         reply::command(&mut request, &[b"incr", key, delta_text.as_bytes()]);
         if reading {
-            get_command(&mut request, b"get", &reads);
+            get_command(&mut request, b"get", also_read);
         }
         let ttl = wire_ttl(ttl);
         let key = key.to_vec();
