@@ -355,7 +355,7 @@ mod tests {
         assert_eq!(key, b"rl:user_42_202611220107");
         assert_eq!(&key[..prefix], keys.client(b"user_42").as_bytes());
         let mut siblings = SiblingKeys::default();
-        siblings.push(&key[..prefix], b"202611220106");
+        siblings.push_rewritten(&key, prefix + 1, |suffix| suffix[11] = b'6');
         assert_eq!(siblings.slices(), [b"rl:user_42_202611220106"]);
         // Written in place of what the buffer held.
         keys.write_key(b"bob", b"x", &mut key);

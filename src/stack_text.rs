@@ -51,36 +51,30 @@ impl<const N: usize> StackText<N> {
         self.len += 1;
     }
 
-    /// Appends `value` as exactly `width` decimal digits, zero-padded.
-    pub(crate) fn push_digits(&mut self, mut value: u32, width: u32) {
-        let end = self.len + width as usize;
-        assert!(end <= N, "{width} digits do not fit");
-        for digit in self.bytes[self.len..end].iter_mut().rev() {
-            *digit = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-        self.len = end;
-    }
-
-    /// Appends `value % 100` as two decimal digits, copied from a table:
-    /// the calendar fields of every key suffix (fewer instructions than
-    /// dividing, under callgrind).
+    /// Appends `value % 100` as two decimal digits ([`two_digits`]).
     pub(crate) fn push_two_digits(&mut self, value: u32) {
-        const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-            2021222324252627282930313233343536373839\
-            4041424344454647484950515253545556575859\
-            6061626364656667686970717273747576777879\
-            8081828384858687888990919293949596979899";
-        let at = 2 * (value % 100) as usize;
         let end = self.len + 2;
         assert!(end <= N, "2 digits do not fit");
-        self.bytes[self.len..end].copy_from_slice(&PAIRS[at..at + 2]);
+        self.bytes[self.len..end].copy_from_slice(&two_digits(value));
         self.len = end;
     }
 
     pub(crate) fn as_str(&self) -> &str {
         std::str::from_utf8(self).expect("only ASCII is pushed")
     }
+}
+
+/// `value % 100` as two decimal digits, copied from a table: the calendar
+/// fields of every key suffix (fewer instructions than dividing, under
+/// callgrind).
+pub(crate) fn two_digits(value: u32) -> [u8; 2] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let at = 2 * (value % 100) as usize;
+    [PAIRS[at], PAIRS[at + 1]]
 }
 
 impl<const N: usize> std::ops::Deref for StackText<N> {
@@ -134,9 +128,10 @@ mod tests {
     fn holds_what_was_pushed_and_no_more() {
         let mut text = StackText::<8>::new();
         text.push(b"ab");
-        text.push_digits(7, 3);
-        assert_eq!(text, "ab007");
-        assert_eq!(text.as_str(), "ab007");
+        text.push_two_digits(107);
+        text.push_byte(b'7');
+        assert_eq!(text, "ab077");
+        assert_eq!(text.as_str(), "ab077");
         assert!(std::panic::catch_unwind(move || text.push(b"1234")).is_err());
         if cfg!(debug_assertions) {
             assert!(

@@ -13,8 +13,9 @@ use super::check_suffix;
 ///
 /// # Panics
 ///
-/// [`push`](Self::push) panics as `write_key` does on a suffix longer than
-/// the space kept, and on a key of another length than the first.
+/// [`push_rewritten`](Self::push_rewritten) panics as `write_key` does on
+/// a suffix longer than the space kept, and on a key of another length
+/// than the first.
 #[derive(Debug, Default)]
 pub(crate) struct SiblingKeys {
     bytes: Vec<u8>,
@@ -32,17 +33,26 @@ impl SiblingKeys {
         }
     }
 
-    /// Appends the key `<prefix>_<suffix>`.
-    pub(crate) fn push(&mut self, prefix: &[u8], suffix: &[u8]) {
-        check_suffix(suffix);
-        let len = prefix.len() + 1 + suffix.len();
+    /// Appends a sibling of `key`, a key that `write_key` wrote, its
+    /// suffix starting at `suffix_at`: a copy of it, whose suffix
+    /// `rewrite` then changes in place (to another of the same length).
+    /// Copying the key and rewriting a few digits of it costs less than
+    /// writing a key out.
+    pub(crate) fn push_rewritten(
+        &mut self,
+        key: &[u8],
+        suffix_at: usize,
+        rewrite: impl FnOnce(&mut [u8]),
+    ) {
         if self.bytes.is_empty() {
-            self.len = len;
+            self.len = key.len();
         }
-        assert_eq!(len, self.len, "sibling keys of different lengths");
-        self.bytes.extend_from_slice(prefix);
-        self.bytes.push(b'_');
-        self.bytes.extend_from_slice(suffix);
+        assert_eq!(key.len(), self.len, "sibling keys of different lengths");
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        let suffix = &mut self.bytes[start + suffix_at..];
+        rewrite(suffix);
+        check_suffix(suffix);
     }
 
     /// How many keys there are.
@@ -72,15 +82,21 @@ impl SiblingKeys {
 mod tests {
     use super::*;
 
+    /// A rewrite that sets a suffix to `to`.
+    fn to(suffix: &'static [u8]) -> impl FnOnce(&mut [u8]) {
+        move |bytes: &mut [u8]| bytes.copy_from_slice(suffix)
+    }
+
     #[test]
     fn keys_come_back_in_order_and_whole() {
         let mut keys = SiblingKeys::with_capacity(2, 8);
         assert_eq!(keys.count(), 0);
         assert_eq!(keys.iter().count(), 0);
         assert!(keys.slices().is_empty());
-        keys.push(b"rl:a", b"202611220106");
-        keys.push(b"rl:a", b"202611220105");
-        keys.push(b"rl:b", b"202611220104");
+        let current = b"rl:a_202611220107";
+        keys.push_rewritten(current, 5, to(b"202611220106"));
+        keys.push_rewritten(current, 5, to(b"202611220105"));
+        keys.push_rewritten(b"rl:b_202611220107", 5, |suffix| suffix[11] = b'4');
         assert_eq!(keys.count(), 3);
         let expected: [&[u8]; 3] = [
             b"rl:a_202611220106",
@@ -95,7 +111,14 @@ mod tests {
     #[should_panic(expected = "sibling keys of different lengths")]
     fn keys_of_another_length_are_refused() {
         let mut keys = SiblingKeys::default();
-        keys.push(b"rl:a", b"1");
-        keys.push(b"rl:a", b"12");
+        keys.push_rewritten(b"rl:a_1", 5, |_| {});
+        keys.push_rewritten(b"rl:a_12", 5, |_| {});
+    }
+
+    #[test]
+    #[should_panic(expected = "too long")]
+    fn a_suffix_past_the_space_kept_is_refused() {
+        let long = [b'1'; 300];
+        SiblingKeys::default().push_rewritten(&long, 0, |_| {});
     }
 }

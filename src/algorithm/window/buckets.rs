@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 
 use crate::error::{ConfigError, Error};
 use crate::quota::compact_duration;
-use crate::stack_text::StackText;
+use crate::stack_text::{two_digits, StackText};
 
 /// Buckets of one length, with `history` older buckets still read after a
 /// bucket closes.
@@ -125,6 +125,15 @@ impl Buckets {
         index.saturating_mul(self.len_nanos)
     }
 
+    /// The first bucket that had not closed `allowance` before `now`.
+    /// Bucket `i` closes at `start(i + 1)`, so every bucket before the one
+    /// holding `now - allowance` closed at least `allowance` before `now`,
+    /// and none from it on.
+    pub(crate) fn first_closed_after(&self, now_nanos: i64, allowance: Duration) -> i64 {
+        let allowance = i64::try_from(allowance.as_nanos()).unwrap_or(i64::MAX);
+        self.index(now_nanos.saturating_sub(allowance))
+    }
+
     /// The length of a bucket in nanoseconds.
     pub(crate) fn len_nanos(&self) -> u64 {
         self.len_nanos as u64
@@ -164,44 +173,102 @@ impl Buckets {
         suffix
     }
 
-    /// The suffix of an older bucket `index`, read beside the current one:
-    /// written out, and not kept in [`LAST_SUFFIX`], which keeps the
-    /// current bucket's for the next decision.
-    pub(crate) fn older_suffix(&self, index: i64) -> Suffix {
-        self.write_suffix(index)
+    /// Rewrites copies of bucket `from`'s suffix into the suffixes of
+    /// other buckets ([`SuffixRewrite::to`]): the older buckets a decision
+    /// reads beside its current one are named so.
+    pub(crate) fn rewrite_from(&self, from: i64) -> SuffixRewrite<'_> {
+        let start = self.start(from);
+        SuffixRewrite {
+            buckets: self,
+            day_start: start - start.rem_euclid(NANOS_PER_DAY),
+        }
+    }
+
+    /// The UTC day number of bucket `index`'s start (days since
+    /// 1970-01-01) and its time of day.
+    fn day_and_time(&self, index: i64) -> (i64, TimeOfDay) {
+        let start = self.start(index);
+        let secs = start.div_euclid(1_000_000_000);
+        let time = TimeOfDay {
+            secs: secs.rem_euclid(86_400) as u32,
+            millis: (start.rem_euclid(1_000_000_000) / 1_000_000) as u32,
+        };
+        (secs.div_euclid(86_400), time)
+    }
+
+    /// Writes `time`'s digits as the suffix names it at the start of
+    /// `digits`: `HHmm`, then `ss` and `SSS` as the precision asks; returns
+    /// how many.
+    #[inline]
+    fn write_time(&self, time: TimeOfDay, digits: &mut [u8]) -> usize {
+        digits[..2].copy_from_slice(&two_digits(time.secs / 3_600));
+        digits[2..4].copy_from_slice(&two_digits(time.secs / 60 % 60));
+        if self.precision == Precision::Minutes {
+            return 4;
+        }
+        digits[4..6].copy_from_slice(&two_digits(time.secs % 60));
+        if self.precision == Precision::Seconds {
+            return 6;
+        }
+        digits[6..8].copy_from_slice(&two_digits(time.millis / 10));
+        digits[8] = b'0' + (time.millis % 10) as u8;
+        9
     }
 
     /// [`suffix`](Self::suffix), written out.
     fn write_suffix(&self, index: i64) -> Suffix {
-        let start = self.start(index);
+        let (day, time) = self.day_and_time(index);
         let mut suffix = Suffix::new();
-        let secs = start.div_euclid(1_000_000_000);
-        let millis = (start.rem_euclid(1_000_000_000) / 1_000_000) as u32;
-        let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+        let (year, month, day) = civil_from_days(day);
         // 1677 to 2262 (see above): the clamp changes nothing.
         let year = year.clamp(0, 9_999) as u32;
-        let of_day = secs.rem_euclid(86_400) as u32;
-        for field in [
-            year / 100,
-            year % 100,
-            month,
-            day,
-            of_day / 3_600,
-            of_day / 60 % 60,
-        ] {
+        for field in [year / 100, year % 100, month, day] {
             suffix.push_two_digits(field);
         }
-        if self.precision != Precision::Minutes {
-            suffix.push_two_digits(of_day % 60);
-        }
-        if self.precision == Precision::Millis {
-            suffix.push_digits(millis, 3);
-        }
+        let mut digits = [0; 9];
+        let written = self.write_time(time, &mut digits);
+        suffix.push(&digits[..written]);
         if let Some(tag) = &self.tag {
             suffix.push(b"-");
             suffix.push(tag.as_bytes());
         }
         suffix
+    }
+}
+
+/// Copies of one bucket's suffix, rewritten to name other buckets of the
+/// same [`Buckets`] ([`Buckets::rewrite_from`]).
+pub(crate) struct SuffixRewrite<'a> {
+    buckets: &'a Buckets,
+    /// Where the UTC day of the bucket whose suffix is copied starts, in
+    /// unix nanoseconds.
+    day_start: i64,
+}
+
+impl SuffixRewrite<'_> {
+    /// Makes `suffix`, a copy of the first bucket's, name bucket `to`. On
+    /// the same UTC day (nearly always) only the time of day changes, so
+    /// only its digits are written, in place; across midnight the suffix
+    /// is written whole. Not kept in [`LAST_SUFFIX`], which keeps the
+    /// current bucket's for the next decision.
+    ///
+    /// # Panics
+    ///
+    /// If `suffix` is not as long as these buckets' suffixes.
+    pub(crate) fn to(&self, to: i64, suffix: &mut [u8]) {
+        let buckets = self.buckets;
+        // Within the day, a time of day from a subtraction: no signed
+        // division by the day's length.
+        let into_day = buckets.start(to).wrapping_sub(self.day_start) as u64;
+        if into_day >= NANOS_PER_DAY as u64 {
+            suffix.copy_from_slice(&buckets.write_suffix(to));
+            return;
+        }
+        let time = TimeOfDay {
+            secs: (into_day / 1_000_000_000) as u32,
+            millis: (into_day % 1_000_000_000 / 1_000_000) as u32,
+        };
+        buckets.write_time(time, &mut suffix[DATE_DIGITS..]);
     }
 }
 
@@ -229,6 +296,20 @@ impl Precision {
 
 /// A key suffix, on the stack: longer than any suffix a key has room for.
 pub(crate) type Suffix = StackText<64>;
+
+/// The length of a UTC day.
+const NANOS_PER_DAY: i64 = 86_400 * 1_000_000_000;
+
+/// How many digits a suffix's date takes before its time of day:
+/// `yyyyMMdd`.
+const DATE_DIGITS: usize = 8;
+
+/// A moment within its UTC day.
+#[derive(Clone, Copy)]
+struct TimeOfDay {
+    secs: u32,
+    millis: u32,
+}
 
 /// The proleptic Gregorian `(year, month, day)` of `days` after
 /// 1970-01-01 (Howard Hinnant's `civil_from_days`).
@@ -335,6 +416,60 @@ mod tests {
                 }
                 assert_eq!(buckets.suffix(index), expected, "at {at}");
                 at += 7_777_777_777_777_777;
+            }
+        }
+    }
+
+    #[test]
+    fn a_rewritten_suffix_is_the_one_written_out() {
+        // Each precision, tagged or not, from one bucket to the older ones
+        // a window reads: within a day, across midnight, a month's and a
+        // year's end, a leap day, and back across the epoch.
+        for (period, count) in [(60_000, 1), (60_000, 60), (1_000, 4), (600_000, 1)] {
+            let buckets = Buckets::new(Duration::from_millis(period), count, count).unwrap();
+            for moment in [
+                "2026-11-22T07:10:23.456Z",
+                "2026-11-23T00:00:00.100Z",
+                "2026-12-01T00:00:01Z",
+                "2027-01-01T00:00:00.200Z",
+                "2028-03-01T00:00:30Z",
+                "1970-01-01T00:01:00.500Z",
+            ] {
+                let from = buckets.index(at(moment));
+                let rewrite = buckets.rewrite_from(from);
+                for age in 0..200 {
+                    let to = from - age;
+                    let mut bytes = buckets.write_suffix(from).to_vec();
+                    rewrite.to(to, &mut bytes);
+                    let written = buckets.write_suffix(to);
+                    assert_eq!(bytes, &written[..], "{moment}, {age} buckets before");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn a_suffix_of_another_length_is_not_rewritten() {
+        let buckets = Buckets::new(Duration::from_secs(60), 1, 1).unwrap();
+        let index = buckets.index(at("2026-11-22T23:59:00Z"));
+        let mut short = b"20261122".to_vec();
+        buckets.rewrite_from(index).to(index - 1, &mut short);
+    }
+
+    #[test]
+    fn a_bucket_has_closed_long_enough_exactly_when_it_is_before_the_first_that_has_not() {
+        for (len, allowance) in [(1_000, 1_100), (1_000, 1_000), (60_000, 1_100), (250, 0)] {
+            let buckets = Buckets::new(Duration::from_millis(len), 1, 1).unwrap();
+            let allowance = Duration::from_millis(allowance);
+            let base = at("2026-11-22T07:10:00Z");
+            for step in -3_000..3_000 {
+                let now = base + step * 1_000_000;
+                let first = buckets.first_closed_after(now, allowance);
+                for index in buckets.index(now) - 5..=buckets.index(now) {
+                    let closed = buckets.start(index + 1) + allowance.as_nanos() as i64;
+                    assert_eq!(index < first, closed <= now, "bucket {index} at {now}");
+                }
             }
         }
     }

@@ -88,8 +88,9 @@ impl WindowCounter {
     }
 
     /// The keys of the older buckets `index - age` for each of `ages`, of
-    /// the client whose current key `current` is, its prefix `prefix_len`
-    /// bytes long.
+    /// the client whose current key (of bucket `index`) `current` is, its
+    /// prefix `prefix_len` bytes long: each a copy of `current` with its
+    /// suffix rewritten.
     fn siblings(
         &self,
         current: &[u8],
@@ -97,10 +98,14 @@ impl WindowCounter {
         index: i64,
         ages: &[usize],
     ) -> SiblingKeys {
-        let prefix = &current[..prefix_len];
+        // After the prefix and its `_`.
+        let suffix_at = prefix_len + 1;
+        let rewrite = self.buckets.rewrite_from(index);
         let mut keys = SiblingKeys::with_capacity(ages.len(), current.len());
         for &age in ages {
-            keys.push(prefix, &self.buckets.older_suffix(index - age as i64));
+            keys.push_rewritten(current, suffix_at, |suffix| {
+                rewrite.to(index - age as i64, suffix);
+            });
         }
         keys
     }
@@ -348,13 +353,16 @@ impl WindowCounter {
         // Nothing read, nothing to keep: the common case, spared the
         // collection.
         if let Some(cache) = self.sealed.as_ref().filter(|_| !ask.read_ages.is_empty()) {
-            let sealed: Vec<SealedBucket> = ask
-                .read_ages
-                .iter()
-                .filter_map(|&age| {
-                    self.sealed_bucket(ask.when.index - age as i64, counts[age], now)
-                })
-                .collect();
+            // Sized once: collected from a filter, the list would grow
+            // from nothing.
+            let first_unsealed = self.first_unsealed(now);
+            let mut sealed = Vec::with_capacity(ask.read_ages.len());
+            for &age in &ask.read_ages {
+                let index = ask.when.index - age as i64;
+                if index < first_unsealed {
+                    sealed.push(self.sealed_bucket(index, counts[age]));
+                }
+            }
             cache.keep(&current[..ask.prefix_len], &sealed, now);
         }
         // Every count is checked: as read just now, or as the sealed
@@ -379,25 +387,26 @@ impl WindowCounter {
         decision.with_used(v.used)
     }
 
-    /// Bucket `index` with its `count`, if it is sealed at `now`: closed
+    /// The first bucket not sealed at `now`: every bucket before it closed
     /// longer ago than the allowed clock skew plus the deadline (within
     /// which a refund can still land), so its count is final.
-    fn sealed_bucket(&self, index: i64, count: u64, now: i64) -> Option<SealedBucket> {
+    fn first_unsealed(&self, now: i64) -> i64 {
         let settings = &self.settings;
         let allowance = settings.max_clock_skew + settings.deadline.limit();
-        let closed = self.buckets.start(index + 1);
-        if closed.saturating_add(allowance.as_nanos() as i64) > now {
-            return None;
-        }
+        self.buckets.first_closed_after(now, allowance)
+    }
+
+    /// Bucket `index`, sealed, with its `count`.
+    fn sealed_bucket(&self, index: i64, count: u64) -> SealedBucket {
         // The last decision that reads it is in the bucket `history` after.
         let last_read = self
             .buckets
             .start(index + i64::from(self.buckets.history()) + 1);
-        Some(SealedBucket {
+        SealedBucket {
             index,
             count,
             last_read,
-        })
+        }
     }
 
     /// Gives a denied request's cost back. The denial stands whatever
