@@ -134,6 +134,15 @@ impl Connection {
         self.wrote
     }
 
+    /// The next reply line if it is already read whole (else `None`, and
+    /// nothing consumed): [`next_line`](Self::next_line) without a future,
+    /// for the replies of a batch, which mostly arrive together.
+    pub(super) fn buffered_line(&mut self) -> Option<Result<&[u8], StoreError>> {
+        let unread = &self.buffer[self.start..self.end];
+        let length = unread.iter().position(|&byte| byte == b'\n')?;
+        Some(self.take_line(length))
+    }
+
     /// The next reply line, without its `\r\n`, borrowed until the next
     /// read.
     pub(super) async fn next_line(&mut self) -> Result<&[u8], StoreError> {
@@ -152,6 +161,12 @@ impl Connection {
             }
             self.fill(0).await?;
         };
+        self.take_line(length)
+    }
+
+    /// The buffered line whose `\n` is `length` bytes on, consumed: the
+    /// line without its `\r\n`, or the error of a line without `\r`.
+    fn take_line(&mut self, length: usize) -> Result<&[u8], StoreError> {
         let line = self.start..self.start + length;
         self.start += length + 1;
         match self.buffer[line.clone()].split_last() {

@@ -262,11 +262,12 @@ impl MetaStore {
         };
         // The increment has landed: a read failing now must not pass for
         // a call that did nothing, or a caller might repeat it.
-        let read = also_read
-            .iter()
-            .zip(answers)
-            .map(|(k, reply)| counter_from(k, reply).map_err(StoreError::ambiguous))
-            .collect::<Result<_, _>>()?;
+        // Pushed into a list sized once: collected through `Result`, the
+        // list would grow from nothing (a window reads up to 60 keys).
+        let mut read = Vec::with_capacity(also_read.len());
+        for (k, reply) in also_read.iter().zip(answers) {
+            read.push(counter_from(k, reply).map_err(StoreError::ambiguous)?);
+        }
         Ok(Counters { value, read })
     }
 

@@ -138,9 +138,14 @@ impl Request {
 
     /// Reads `key`'s value as a counter.
     pub(crate) fn read_counter(&mut self, key: &[u8]) -> &mut Self {
-        self.start(b"mg ", key, Verb::ReadCounter);
-        self.bytes.extend_from_slice(b" v");
-        self.end()
+        // Written whole, its end known as it is pushed: a window reads up
+        // to 60 of these in one request.
+        self.bytes.reserve(key.len() + LINE);
+        self.bytes.extend_from_slice(b"mg ");
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(b" v\r\n");
+        self.operations.push((Verb::ReadCounter, self.bytes.len()));
+        self
     }
 
     /// Adds `delta` to the counter `key`, creating it at `delta` with a
