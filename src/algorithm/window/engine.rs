@@ -335,7 +335,6 @@ impl WindowCounter {
     /// window and denies. Inlined, as [`ask`](Self::ask) is.
     #[inline(always)]
     fn settle(&self, ask: &mut Ask, current: &[u8], counters: &Counters, wrapped: bool) -> Settled {
-        let now = ask.when.nanos;
         let counts = &mut ask.decoded.counts;
         counts[0] = if wrapped {
             self.full()
@@ -353,17 +352,7 @@ impl WindowCounter {
         // Nothing read, nothing to keep: the common case, spared the
         // collection.
         if let Some(cache) = self.sealed.as_ref().filter(|_| !ask.read_ages.is_empty()) {
-            // Sized once: collected from a filter, the list would grow
-            // from nothing.
-            let first_unsealed = self.first_unsealed(now);
-            let mut sealed = Vec::with_capacity(ask.read_ages.len());
-            for &age in &ask.read_ages {
-                let index = ask.when.index - age as i64;
-                if index < first_unsealed {
-                    sealed.push(self.sealed_bucket(index, counts[age]));
-                }
-            }
-            cache.keep(&current[..ask.prefix_len], &sealed, now);
+            self.keep_sealed(cache, ask, current);
         }
         // Every count is checked: as read just now, or as the sealed
         // cache kept it when it was read. Decoded where they are, rather
@@ -373,6 +362,25 @@ impl WindowCounter {
         let allowed = !wrapped && admits(&ask.decoded.window(), ask.when.at, limit);
         let refund = !allowed && !wrapped && self.settings.denied == DeniedRequests::Refunded;
         Settled { allowed, refund }
+    }
+
+    /// Keeps in `cache` the buckets `ask` read that are sealed, with their
+    /// counts, now checked. Out of line: most decisions read nothing, and
+    /// a decision inlines [`settle`](Self::settle).
+    #[inline(never)]
+    fn keep_sealed(&self, cache: &SealedCache, ask: &Ask, current: &[u8]) {
+        let now = ask.when.nanos;
+        let first_unsealed = self.first_unsealed(now);
+        // Sized once: collected from a filter, the list would grow from
+        // nothing.
+        let mut sealed = Vec::with_capacity(ask.read_ages.len());
+        for &age in &ask.read_ages {
+            let index = ask.when.index - age as i64;
+            if index < first_unsealed {
+                sealed.push(self.sealed_bucket(index, ask.decoded.counts[age]));
+            }
+        }
+        cache.keep(&current[..ask.prefix_len], &sealed, now);
     }
 
     /// The decision on `ask`'s request of `cost` once settled (`allowed`

@@ -166,6 +166,7 @@ impl Connection {
 
     /// The buffered line whose `\n` is `length` bytes on, consumed: the
     /// line without its `\r\n`, or the error of a line without `\r`.
+    #[inline]
     fn take_line(&mut self, length: usize) -> Result<&[u8], StoreError> {
         let line = self.start..self.start + length;
         self.start += length + 1;

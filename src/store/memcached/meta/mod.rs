@@ -262,8 +262,15 @@ impl MetaStore {
         };
         // The increment has landed: a read failing now must not pass for
         // a call that did nothing, or a caller might repeat it.
-        // Pushed into a list sized once: collected through `Result`, the
-        // list would grow from nothing (a window reads up to 60 keys).
+        // Most increments read nothing else: no list made. Otherwise one
+        // sized once: collected through `Result`, it would grow from
+        // nothing (a window reads up to 60 keys).
+        if also_read.is_empty() {
+            return Ok(Counters {
+                value,
+                read: Vec::new(),
+            });
+        }
         let mut read = Vec::with_capacity(also_read.len());
         for (k, reply) in also_read.iter().zip(answers) {
             read.push(counter_from(k, reply).map_err(StoreError::ambiguous)?);
