@@ -180,7 +180,9 @@ impl Buckets {
         let start = self.start(from);
         SuffixRewrite {
             buckets: self,
-            day_start: start - start.rem_euclid(NANOS_PER_DAY),
+            // Wrapping: before 1677-09-22 the day starts before the
+            // earliest i64 nanosecond, and `to` subtracts it back.
+            day_start: start.wrapping_sub(start.rem_euclid(NANOS_PER_DAY)),
         }
     }
 
@@ -424,7 +426,8 @@ mod tests {
     fn a_rewritten_suffix_is_the_one_written_out() {
         // Each precision, tagged or not, from one bucket to the older ones
         // a window reads: within a day, across midnight, a month's and a
-        // year's end, a leap day, and back across the epoch.
+        // year's end, a leap day, back across the epoch, and on the first
+        // day an i64 of nanoseconds holds.
         for (period, count) in [(60_000, 1), (60_000, 60), (1_000, 4), (600_000, 1)] {
             let buckets = Buckets::new(Duration::from_millis(period), count, count).unwrap();
             for moment in [
@@ -434,6 +437,7 @@ mod tests {
                 "2027-01-01T00:00:00.200Z",
                 "2028-03-01T00:00:30Z",
                 "1970-01-01T00:01:00.500Z",
+                "1677-09-21T00:14:00Z",
             ] {
                 let from = buckets.index(at(moment));
                 let rewrite = buckets.rewrite_from(from);
