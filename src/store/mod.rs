@@ -231,6 +231,28 @@ pub(crate) fn ttl_secs(ttl: Duration) -> u64 {
         .max(1)
 }
 
+/// The counters an increment reads beside its key: one per item of
+/// `reads`, each by `read`. The increment has landed by then, so a read
+/// that fails must not pass for a call that did nothing: its error is
+/// ambiguous, or a caller might count the request again. Nothing is
+/// allocated for no reads (most increments); otherwise the list is sized
+/// once, where collecting through `Result` would grow it from nothing (a
+/// window reads up to 60 keys). Inlined, so that no read costs no call.
+#[inline]
+pub(crate) fn read_beside_increment<T>(
+    reads: impl ExactSizeIterator<Item = T>,
+    mut read: impl FnMut(T) -> Result<Option<u64>, StoreError>,
+) -> Result<Vec<Option<u64>>, StoreError> {
+    if reads.len() == 0 {
+        return Ok(Vec::new());
+    }
+    let mut counters = Vec::with_capacity(reads.len());
+    for item in reads {
+        counters.push(read(item).map_err(StoreError::ambiguous)?);
+    }
+    Ok(counters)
+}
+
 /// Checks an increment's key and the keys it reads with it.
 pub(crate) fn check_keys(key: &[u8], also_read: &[&[u8]]) -> Result<(), StoreError> {
     check_key(key)?;

@@ -340,6 +340,40 @@ async fn non_numbers_are_not_counters() {
     }
 }
 
+/// A read beside an increment that finds something other than a counter
+/// fails the call, and says the call may have landed: the increment did,
+/// and a caller that took the failure for nothing done might count the
+/// request twice.
+#[tokio::test]
+async fn a_read_that_fails_after_the_increment_landed_is_ambiguous() {
+    for f in fixtures().await {
+        let counter = key("landed");
+        let text = key("beside");
+        f.store
+            .put(&text, b"hello", MINUTE, PutCondition::Always)
+            .await
+            .unwrap();
+        let error = f
+            .store
+            .increment(&counter, 1, MINUTE, &[&text[..]])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.kind(),
+            StoreErrorKind::NotACounter,
+            "{}: {error}",
+            f.name
+        );
+        assert!(error.is_ambiguous(), "{}: {error}", f.name);
+        let read = f
+            .store
+            .get_counters(std::slice::from_ref(&counter))
+            .await
+            .unwrap();
+        assert_eq!(read, [Some(1)], "{}: the increment landed", f.name);
+    }
+}
+
 #[tokio::test]
 async fn invalid_keys_and_values_are_rejected_before_anything_is_sent() {
     for f in fixtures().await {

@@ -9,7 +9,8 @@ use super::MemoryStore;
 use super::SCRATCH;
 use crate::error::StoreError;
 use crate::store::{
-    check_key, check_keys, check_value, parse_counter, Counters, ImmediateStore, UpdateStep,
+    check_key, check_keys, check_value, parse_counter, read_beside_increment, Counters,
+    ImmediateStore, UpdateStep,
 };
 
 impl ImmediateStore for MemoryStore {
@@ -46,21 +47,7 @@ impl ImmediateStore for MemoryStore {
                 }
             }
         };
-        // The increment has landed: a read failing now must say so, as
-        // memcached's does.
-        // Most decisions read nothing else (the sealed-bucket cache knows
-        // the older buckets): spared the fallible collection.
-        let read = if also_read.is_empty() {
-            Vec::new()
-        } else {
-            // Sized once: collecting a `Result` reserves from a lower
-            // bound of zero and grows four times for 60 reads.
-            let mut read = Vec::with_capacity(also_read.len());
-            for key in also_read {
-                read.push(self.read_counter(key, now).map_err(StoreError::ambiguous)?);
-            }
-            read
-        };
+        let read = read_beside_increment(also_read.iter(), |key| self.read_counter(key, now))?;
         Ok(Counters { value, read })
     }
 

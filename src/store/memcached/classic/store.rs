@@ -10,8 +10,8 @@ use crate::error::StoreError;
 use crate::store::memcached::connection::protocol;
 use crate::store::memcached::wire::wire_ttl;
 use crate::store::{
-    check_key, check_keys, check_value, either_written, parse_counter, Counters, PutCondition,
-    PutOutcome, Store, Versioned,
+    check_key, check_keys, check_value, either_written, parse_counter, read_beside_increment,
+    Counters, PutCondition, PutOutcome, Store, Versioned,
 };
 
 /// `incr` / `add` rounds before a missing counter is reported: each lost
@@ -85,19 +85,19 @@ impl Store for ClassicStore {
             })
             .await?;
         let read = if together {
-            also_read
-                .iter()
-                .map(|other| {
-                    items
-                        .get(*other)
-                        .map(|item| parse_counter(other, &item.value))
-                        .transpose()
-                })
-                .collect::<Result<_, _>>()?
+            read_beside_increment(also_read.iter(), |other| {
+                items
+                    .get(*other)
+                    .map(|item| parse_counter(other, &item.value))
+                    .transpose()
+            })?
         } else {
-            // Rare: keys of one client on several servers.
+            // Rare: keys of one client on several servers, read after
+            // the increment landed, so ambiguous too if they fail.
             let keys: Vec<Vec<u8>> = also_read.iter().map(|other| other.to_vec()).collect();
-            self.get_counters(&keys).await?
+            self.get_counters(&keys)
+                .await
+                .map_err(StoreError::ambiguous)?
         };
         Ok(Counters { value, read })
     }

@@ -33,8 +33,8 @@ use super::wire::wire_ttl;
 use crate::error::{StoreError, StoreErrorKind};
 use crate::key::routing_prefix;
 use crate::store::{
-    check_key, check_keys, check_value, either_written, parse_counter, Counters, PutCondition,
-    PutOutcome, Versioned,
+    check_key, check_keys, check_value, either_written, parse_counter, read_beside_increment,
+    Counters, PutCondition, PutOutcome, Versioned,
 };
 use crate::timer::{timeout_in, waits_at_most, TimerQueue};
 
@@ -260,21 +260,9 @@ impl MetaStore {
             Some(Ok(_)) | None => return Err(out_of_kind("increment").ambiguous()),
             Some(Err(error)) => return Err(error),
         };
-        // The increment has landed: a read failing now must not pass for
-        // a call that did nothing, or a caller might repeat it.
-        // Most increments read nothing else: no list made. Otherwise one
-        // sized once: collected through `Result`, it would grow from
-        // nothing (a window reads up to 60 keys).
-        if also_read.is_empty() {
-            return Ok(Counters {
-                value,
-                read: Vec::new(),
-            });
-        }
-        let mut read = Vec::with_capacity(also_read.len());
-        for (k, reply) in also_read.iter().zip(answers) {
-            read.push(counter_from(k, reply).map_err(StoreError::ambiguous)?);
-        }
+        let read = read_beside_increment(also_read.iter().zip(answers), |(k, reply)| {
+            counter_from(k, reply)
+        })?;
         Ok(Counters { value, read })
     }
 
