@@ -25,11 +25,11 @@ pub(crate) struct SiblingKeys {
 
 impl SiblingKeys {
     /// Room for `count` keys of `len` bytes each: nothing allocated for
-    /// none.
+    /// none. The keys' length is the first one's.
     pub(crate) fn with_capacity(count: usize, len: usize) -> Self {
         Self {
             bytes: Vec::with_capacity(count * len),
-            len,
+            len: 0,
         }
     }
 

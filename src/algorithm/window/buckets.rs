@@ -190,18 +190,14 @@ impl Buckets {
     /// 1970-01-01) and its time of day.
     fn day_and_time(&self, index: i64) -> (i64, TimeOfDay) {
         let start = self.start(index);
-        let secs = start.div_euclid(1_000_000_000);
-        let time = TimeOfDay {
-            secs: secs.rem_euclid(86_400) as u32,
-            millis: (start.rem_euclid(1_000_000_000) / 1_000_000) as u32,
-        };
-        (secs.div_euclid(86_400), time)
+        let into_day = start.rem_euclid(NANOS_PER_DAY) as u64;
+        (start.div_euclid(NANOS_PER_DAY), TimeOfDay::at(into_day))
     }
 
     /// Writes `time`'s digits as the suffix names it at the start of
     /// `digits`: `HHmm`, then `ss` and `SSS` as the precision asks; returns
     /// how many.
-    #[inline]
+    #[inline(always)]
     fn write_time(&self, time: TimeOfDay, digits: &mut [u8]) -> usize {
         digits[..2].copy_from_slice(&two_digits(time.secs / 3_600));
         digits[2..4].copy_from_slice(&two_digits(time.secs / 60 % 60));
@@ -266,11 +262,7 @@ impl SuffixRewrite<'_> {
             suffix.copy_from_slice(&buckets.write_suffix(to));
             return;
         }
-        let time = TimeOfDay {
-            secs: (into_day / 1_000_000_000) as u32,
-            millis: (into_day % 1_000_000_000 / 1_000_000) as u32,
-        };
-        buckets.write_time(time, &mut suffix[DATE_DIGITS..]);
+        buckets.write_time(TimeOfDay::at(into_day), &mut suffix[DATE_DIGITS..]);
     }
 }
 
@@ -311,6 +303,16 @@ const DATE_DIGITS: usize = 8;
 struct TimeOfDay {
     secs: u32,
     millis: u32,
+}
+
+impl TimeOfDay {
+    /// The moment `into_day` nanoseconds (less than a day) after midnight.
+    fn at(into_day: u64) -> Self {
+        Self {
+            secs: (into_day / 1_000_000_000) as u32,
+            millis: (into_day % 1_000_000_000 / 1_000_000) as u32,
+        }
+    }
 }
 
 /// The proleptic Gregorian `(year, month, day)` of `days` after

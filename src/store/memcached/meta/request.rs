@@ -80,14 +80,6 @@ impl Operations {
             Self::Many(operations) => operations.push(operation),
         }
     }
-
-    fn last_mut(&mut self) -> Option<&mut (Verb, usize)> {
-        match self {
-            Self::None => None,
-            Self::One(operation) => Some(operation),
-            Self::Many(operations) => operations.last_mut(),
-        }
-    }
 }
 
 /// A request, or what carries one (a pipelined job): what an exchange
@@ -131,40 +123,35 @@ impl Request {
 
     /// Reads `key`'s value and its CAS token.
     pub(crate) fn get(&mut self, key: &[u8]) -> &mut Self {
-        self.start(b"mg ", key, Verb::Get);
+        self.start(b"mg ", key);
         self.bytes.extend_from_slice(b" v c");
-        self.end()
+        self.end(Verb::Get)
     }
 
     /// Reads `key`'s value as a counter.
     pub(crate) fn read_counter(&mut self, key: &[u8]) -> &mut Self {
-        // Written whole, its end known as it is pushed: a window reads up
-        // to 60 of these in one request.
-        self.bytes.reserve(key.len() + LINE);
-        self.bytes.extend_from_slice(b"mg ");
-        self.bytes.extend_from_slice(key);
-        self.bytes.extend_from_slice(b" v\r\n");
-        self.operations.push((Verb::ReadCounter, self.bytes.len()));
-        self
+        self.start(b"mg ", key);
+        self.bytes.extend_from_slice(b" v");
+        self.end(Verb::ReadCounter)
     }
 
     /// Adds `delta` to the counter `key`, creating it at `delta` with a
     /// lifetime of `ttl` (memcached's expiration time) if it is missing;
     /// the reply is the new value.
     pub(crate) fn increment(&mut self, key: &[u8], delta: u64, ttl: u32) -> &mut Self {
-        self.start(b"ma ", key, Verb::Arithmetic);
+        self.start(b"ma ", key);
         self.number(b" v D", delta);
         self.number(b" N", u64::from(ttl));
         self.number(b" J", delta);
-        self.end()
+        self.end(Verb::Arithmetic)
     }
 
     /// Takes `delta` from the counter `key`, stopping at 0; never creates
     /// it.
     pub(crate) fn decrement(&mut self, key: &[u8], delta: u64) -> &mut Self {
-        self.start(b"ma ", key, Verb::Arithmetic);
+        self.start(b"ma ", key);
         self.number(b" v MD D", delta);
-        self.end()
+        self.end(Verb::Arithmetic)
     }
 
     /// Writes `value` under `key` for `ttl` (memcached's expiration time)
@@ -183,7 +170,7 @@ impl Request {
             return self.set(key, value, ttl, PutCondition::Absent);
         }
         self.bytes.reserve(key.len() + value.len() + LINE);
-        self.start(b"ms ", key, Verb::Set);
+        self.start(b"ms ", key);
         self.number(b" ", value.len() as u64);
         self.number(b" c T", u64::from(ttl));
         match condition {
@@ -193,13 +180,13 @@ impl Request {
         }
         self.bytes.extend_from_slice(b"\r\n");
         self.bytes.extend_from_slice(value);
-        self.end()
+        self.end(Verb::Set)
     }
 
     /// Deletes `key`.
     pub(crate) fn delete(&mut self, key: &[u8]) -> &mut Self {
-        self.start(b"md ", key, Verb::Delete);
-        self.end()
+        self.start(b"md ", key);
+        self.end(Verb::Delete)
     }
 
     /// The operations of `self` at `positions`, in that order, as a request
@@ -218,12 +205,11 @@ impl Request {
         part
     }
 
-    fn start(&mut self, command: &[u8], key: &[u8], verb: Verb) {
+    /// Begins an operation's line: its command and key.
+    fn start(&mut self, command: &[u8], key: &[u8]) {
         self.bytes.reserve(key.len() + LINE);
         self.bytes.extend_from_slice(command);
         self.bytes.extend_from_slice(key);
-        // Its end is set when it is complete.
-        self.operations.push((verb, 0));
     }
 
     fn number(&mut self, flag: &[u8], number: u64) {
@@ -232,11 +218,11 @@ impl Request {
             .extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
     }
 
-    fn end(&mut self) -> &mut Self {
+    /// Ends the operation begun last, of `verb`: its line end, and the
+    /// operation with where its bytes end, pushed once complete.
+    fn end(&mut self, verb: Verb) -> &mut Self {
         self.bytes.extend_from_slice(b"\r\n");
-        if let Some(last) = self.operations.last_mut() {
-            last.1 = self.bytes.len();
-        }
+        self.operations.push((verb, self.bytes.len()));
         self
     }
 }
