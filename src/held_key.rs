@@ -13,34 +13,42 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// The longest key held inline. A `HeldKey` takes 56 bytes, a length
-/// byte and a tag among them: room for `<namespace>:<client>_<suffix>`
-/// with a 32-character client id, a short namespace and a 12-digit
-/// suffix.
-const INLINE: usize = 54;
+/// The longest key held inline by default. A `HeldKey` takes 56 bytes, a
+/// length byte and a tag among them: room for
+/// `<namespace>:<client>_<suffix>` with a 32-character client id, a short
+/// namespace and a 12-digit suffix.
+pub(crate) const INLINE: usize = 54;
 
-/// A key held by a table: its bytes inline up to [`INLINE`], else in an
-/// `Arc`, so that a clone is cheap either way. It
-/// hashes, compares and orders as its bytes do, so a table of them is
-/// searched with a `&[u8]`.
+/// A key held by a table: its bytes inline up to `N` (at most 255), else
+/// in an `Arc`, so that a clone is cheap either way. It takes `N` + 2
+/// bytes, rounded up to a multiple of 8 (at least 24). It hashes,
+/// compares and orders as its bytes do, so a table of them is searched
+/// with a `&[u8]`.
 #[derive(Clone)]
-pub(crate) struct HeldKey(Repr);
+pub(crate) struct HeldKey<const N: usize = INLINE>(Repr<N>);
 
 #[derive(Clone)]
-enum Repr {
-    Inline { len: u8, bytes: [u8; INLINE] },
+enum Repr<const N: usize> {
+    Inline { len: u8, bytes: [u8; N] },
     Shared(Arc<[u8]>),
 }
 
-impl HeldKey {
+impl<const N: usize> HeldKey<N> {
+    /// A length byte counts the bytes held inline.
+    const FITS: () = assert!(
+        N <= u8::MAX as usize,
+        "a length byte counts the inline bytes"
+    );
+
     /// Holds `key`.
     pub(crate) fn new(key: &[u8]) -> Self {
-        if key.len() > INLINE {
+        let () = Self::FITS;
+        if key.len() > N {
             return Self(Repr::Shared(Arc::from(key)));
         }
-        let mut bytes = [0; INLINE];
+        let mut bytes = [0; N];
         bytes[..key.len()].copy_from_slice(key);
-        // At most `INLINE` (54): it fits.
+        // At most `N`, which `FITS` bounds by 255.
         let len = key.len() as u8;
         Self(Repr::Inline { len, bytes })
     }
@@ -56,46 +64,46 @@ impl HeldKey {
 
 /// For maps that insert a key found missing by a borrowed one (hashbrown's
 /// `entry_ref`).
-impl From<&[u8]> for HeldKey {
+impl<const N: usize> From<&[u8]> for HeldKey<N> {
     fn from(key: &[u8]) -> Self {
         Self::new(key)
     }
 }
 
-impl Borrow<[u8]> for HeldKey {
+impl<const N: usize> Borrow<[u8]> for HeldKey<N> {
     fn borrow(&self) -> &[u8] {
         self.as_bytes()
     }
 }
 
 // As `[u8]` hashes, which `Borrow` requires.
-impl Hash for HeldKey {
+impl<const N: usize> Hash for HeldKey<N> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_bytes().hash(state);
     }
 }
 
-impl PartialEq for HeldKey {
+impl<const N: usize> PartialEq for HeldKey<N> {
     fn eq(&self, other: &Self) -> bool {
         self.as_bytes() == other.as_bytes()
     }
 }
 
-impl Eq for HeldKey {}
+impl<const N: usize> Eq for HeldKey<N> {}
 
-impl PartialOrd for HeldKey {
+impl<const N: usize> PartialOrd for HeldKey<N> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for HeldKey {
+impl<const N: usize> Ord for HeldKey<N> {
     fn cmp(&self, other: &Self) -> Ordering {
         self.as_bytes().cmp(other.as_bytes())
     }
 }
 
-impl fmt::Debug for HeldKey {
+impl<const N: usize> fmt::Debug for HeldKey<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
     }
@@ -117,7 +125,7 @@ mod tests {
         let hasher = RandomState::new();
         for len in lengths() {
             let key: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
-            let held = HeldKey::new(&key);
+            let held = HeldKey::<INLINE>::new(&key);
             assert_eq!(held.as_bytes(), key.as_slice(), "length {len}");
             assert_eq!(held.clone(), held);
             assert_eq!(
@@ -134,7 +142,7 @@ mod tests {
         let map: HashMap<HeldKey, usize> = keys
             .iter()
             .enumerate()
-            .map(|(i, key)| (HeldKey::new(key), i))
+            .map(|(i, key)| (HeldKey::<INLINE>::new(key), i))
             .collect();
         assert_eq!(map.len(), keys.len());
         for (i, key) in keys.iter().enumerate() {
@@ -144,8 +152,14 @@ mod tests {
         let long = vec![b'k'; INLINE + 1];
         let mut other = long.clone();
         *other.last_mut().expect("not empty") = b'j';
-        assert_ne!(HeldKey::new(&long), HeldKey::new(&other));
-        assert_ne!(HeldKey::new(&long[..INLINE]), HeldKey::new(&long));
+        assert_ne!(
+            HeldKey::<INLINE>::new(&long),
+            HeldKey::<INLINE>::new(&other)
+        );
+        assert_ne!(
+            HeldKey::<INLINE>::new(&long[..INLINE]),
+            HeldKey::<INLINE>::new(&long)
+        );
         assert!(!map.contains_key(other.as_slice()));
     }
 
@@ -154,13 +168,27 @@ mod tests {
         let keys: [&[u8]; 5] = [b"", b"a", b"ab", &[b'a'; INLINE + 3], b"b"];
         for a in keys {
             for b in keys {
-                assert_eq!(HeldKey::new(a).cmp(&HeldKey::new(b)), a.cmp(b));
+                assert_eq!(
+                    HeldKey::<INLINE>::new(a).cmp(&HeldKey::<INLINE>::new(b)),
+                    a.cmp(b)
+                );
             }
         }
     }
 
     #[test]
-    fn takes_56_bytes() {
+    fn takes_its_inline_bytes_and_two() {
         assert_eq!(std::mem::size_of::<HeldKey>(), 56);
+        assert_eq!(std::mem::size_of::<HeldKey<38>>(), 40);
+    }
+
+    #[test]
+    fn a_shorter_inline_part_holds_any_key_too() {
+        for len in [0, 37, 38, 39, 54, 300] {
+            let key: Vec<u8> = (0..len).map(|i| (i * 3) as u8).collect();
+            let held = HeldKey::<38>::new(&key);
+            assert_eq!(held.as_bytes(), key.as_slice(), "length {len}");
+            assert_eq!(held.clone(), held);
+        }
     }
 }

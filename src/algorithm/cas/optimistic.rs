@@ -208,7 +208,7 @@ impl<C: CasCore> CasLimiter<C> {
         // Held as a table holds it (inline up to 54 bytes, shared beyond),
         // not in the 250 bytes a key can take: the decision's future holds
         // it until the end.
-        let key = {
+        let key: HeldKey = {
             let mut key = KeyBuf::new();
             self.write_key(client, &mut key);
             HeldKey::new(&key)

@@ -13,8 +13,10 @@
 //! bucket of that client, in a ring with a slot per bucket of the window,
 //! so a decision builds and sends only the keys it must read.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::{Mutex, MutexGuard};
+
+use hashbrown::HashTable;
 
 use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
@@ -64,8 +66,9 @@ struct Entries<S> {
     capacity: usize,
     /// By client prefix, hashed with a random seed as the store's keys are,
     /// so ids chosen by clients cannot be made to collide. A short prefix
-    /// is held in the entry, beside its ring.
-    map: HashMap<HeldKey, Ring<S>, KeyHasher>,
+    /// is held in the entry, beside its ring ([`Held`]).
+    map: HashTable<Held<S>>,
+    hasher: KeyHasher,
     /// The size at which the map is next swept for entries no longer
     /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
     /// sweeping costs O(1) per insert and the map holds at most about
@@ -87,14 +90,35 @@ const FIRST_SWEEP: usize = 1_024;
 /// A ring slot: the index and count of the bucket it was filled for.
 type Slot = (i64, u64);
 
+/// The longest client prefix held in its entry: `<namespace>:<client>`
+/// with a 32-character client id and a namespace of up to 5 bytes.
+const PREFIX_INLINE: usize = 38;
+
+/// A client's entry: its prefix and its ring, from the start of a cache
+/// line. With 100,000 clients the table is far larger than the caches,
+/// and a lookup's cost is the lines of its entry that it must fetch: for
+/// a history of one bucket (n = 1) the prefix (40 bytes), the time of its
+/// last read and its slot fill exactly one line, where an entry placed
+/// anywhere straddled two more often than not.
+#[repr(C, align(64))]
+#[derive(Debug)]
+struct Held<S> {
+    prefix: HeldKey<PREFIX_INLINE>,
+    ring: Ring<S>,
+}
+
 /// One client's sealed buckets: slot `index mod history` holds the index
 /// and count of bucket `index`, if that is the bucket it was filled for.
 /// Each slot keeps both side by side; slots past the history are unused.
+///
+/// Its time first: a lookup reads it, then the newest slots, which then
+/// share the entry's first line with the prefix.
+#[repr(C)]
 #[derive(Debug)]
 struct Ring<S> {
-    slots: S,
     /// Unix nanoseconds after which no decision reads any of these buckets.
     last_read: i64,
+    slots: S,
 }
 
 /// Where a ring's slots are: an array in the entry, or on the heap.
@@ -124,8 +148,8 @@ const EMPTY: i64 = i64::MIN;
 impl<S: Slots> Ring<S> {
     fn new(history: usize) -> Self {
         Self {
-            slots: S::empty(history),
             last_read: i64::MIN,
+            slots: S::empty(history),
         }
     }
 
@@ -215,9 +239,7 @@ impl SealedCache {
 
     /// Forgets `client` (a reset).
     pub(crate) fn remove(&self, client: &[u8]) {
-        each!(&mut *self.lock(), entries => {
-            entries.map.remove(client);
-        })
+        each!(&mut *self.lock(), entries => entries.remove(client))
     }
 }
 
@@ -226,16 +248,45 @@ impl<S: Slots> Entries<S> {
         Self {
             history,
             capacity,
-            map: HashMap::with_hasher(KeyHasher::random()),
+            map: HashTable::new(),
+            hasher: KeyHasher::random(),
             sweep_at: FIRST_SWEEP,
             next_sweep: i64::MIN,
             refused: 0,
         }
     }
 
+    /// The ring of `client`, if kept.
+    fn ring(&self, client: &[u8]) -> Option<&Ring<S>> {
+        let hash = self.hasher.hash_one(client);
+        let held = self
+            .map
+            .find(hash, |held| held.prefix.as_bytes() == client)?;
+        Some(&held.ring)
+    }
+
+    fn ring_mut(&mut self, client: &[u8]) -> Option<&mut Ring<S>> {
+        let hash = self.hasher.hash_one(client);
+        let held = self
+            .map
+            .find_mut(hash, |held| held.prefix.as_bytes() == client)?;
+        Some(&mut held.ring)
+    }
+
+    /// [`SealedCache::remove`].
+    fn remove(&mut self, client: &[u8]) {
+        let hash = self.hasher.hash_one(client);
+        if let Ok(found) = self
+            .map
+            .find_entry(hash, |held| held.prefix.as_bytes() == client)
+        {
+            found.remove();
+        }
+    }
+
     /// [`SealedCache::fill`].
     fn fill(&self, client: &[u8], current: i64, now: i64, counts: &mut [u64]) -> Ages {
-        let Some(ring) = self.map.get(client).filter(|ring| ring.last_read >= now) else {
+        let Some(ring) = self.ring(client).filter(|ring| ring.last_read >= now) else {
             return (1..counts.len()).collect();
         };
         let mut unknown = Ages::new();
@@ -256,8 +307,9 @@ impl<S: Slots> Entries<S> {
     fn keep(&mut self, client: &[u8], sealed: &[SealedBucket], now: i64) {
         // A client already kept takes its buckets with one lookup and no
         // copy of its key.
-        if let Some(ring) = self.map.get_mut(client) {
-            ring.put_all(sealed, self.history);
+        let history = self.history;
+        if let Some(ring) = self.ring_mut(client) {
+            ring.put_all(sealed, history);
             return;
         }
         if self.map.len() >= self.capacity {
@@ -274,13 +326,21 @@ impl<S: Slots> Entries<S> {
         }
         let mut ring = Ring::new(self.history);
         ring.put_all(sealed, self.history);
-        self.map.insert(HeldKey::new(client), ring);
+        let held = Held {
+            prefix: HeldKey::new(client),
+            ring,
+        };
+        let hasher = self.hasher;
+        self.map
+            .insert_unique(hasher.hash_one(client), held, |held| {
+                hasher.hash_one(held.prefix.as_bytes())
+            });
     }
 
     /// Drops the clients no decision reads any more, and sets the next
     /// sweep at twice what is left.
     fn sweep(&mut self, now: i64) {
-        self.map.retain(|_, ring| ring.last_read >= now);
+        self.map.retain(|held| held.ring.last_read >= now);
         self.sweep_at = (2 * self.map.len()).max(FIRST_SWEEP);
     }
 }
@@ -297,6 +357,13 @@ mod tests {
             count,
             last_read,
         }
+    }
+
+    #[test]
+    fn a_one_bucket_entry_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Held<[Slot; 1]>>(), 64);
+        assert_eq!(std::mem::align_of::<Held<[Slot; 1]>>(), 64);
+        assert_eq!(std::mem::size_of::<Held<[Slot; 4]>>(), 128);
     }
 
     #[test]
