@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::shard::{not_a_number, New, Value};
+use super::item::{Item, New, Value};
+use super::shard::not_a_number;
 use super::MemoryStore;
 use super::SCRATCH;
 use crate::error::StoreError;
@@ -30,14 +31,14 @@ impl ImmediateStore for MemoryStore {
             let version = shard.next_version();
             match shard.live_mut(hashed, now) {
                 Some(item) => {
-                    let current = match &item.value {
-                        Value::Counter(n) => *n,
+                    let current = match item.value() {
+                        Value::Counter(n) => n,
                         Value::Bytes(bytes) => {
                             parse_counter(key, bytes).map_err(|_| not_a_number(key))?
                         }
                     };
                     let next = current.wrapping_add(delta);
-                    item.value = Value::Counter(next);
+                    item.set(New::Counter(next));
                     item.version = version;
                     next
                 }
@@ -60,12 +61,12 @@ impl ImmediateStore for MemoryStore {
         let Some(item) = shard.live_mut(hashed, now) else {
             return Ok(None);
         };
-        let current = match &item.value {
-            Value::Counter(n) => *n,
+        let current = match item.value() {
+            Value::Counter(n) => n,
             Value::Bytes(bytes) => parse_counter(key, bytes).map_err(|_| not_a_number(key))?,
         };
         let next = current.saturating_sub(delta);
-        item.value = Value::Counter(next);
+        item.set(New::Counter(next));
         item.version = version;
         Ok(Some(next))
     }
@@ -78,12 +79,15 @@ impl ImmediateStore for MemoryStore {
         shard.reclaim(now);
         // The new value is written into a buffer of this thread's, then
         // copied into the item's own: no allocation once both have grown.
+        // The item is found once: read, then rewritten in place.
+        let version = shard.next_version();
         SCRATCH.with_borrow_mut(|next| {
             next.clear();
+            let mut item = shard.live_mut(hashed, now);
             let digits;
-            let current = match shard.live(hashed, now).map(|item| &item.value) {
+            let current = match item.as_deref().map(Item::value) {
                 None => None,
-                Some(Value::Bytes(bytes)) => Some(bytes.as_slice()),
+                Some(Value::Bytes(bytes)) => Some(bytes),
                 Some(Value::Counter(n)) => {
                     digits = n.to_string();
                     Some(digits.as_bytes())
@@ -93,8 +97,16 @@ impl ImmediateStore for MemoryStore {
                 return Ok(());
             };
             check_value(next)?;
-            let version = shard.next_version();
-            shard.write(hashed, New::Bytes(next), version, Self::expiry(now, ttl));
+            let expires_at = Self::expiry(now, ttl);
+            match item.as_mut() {
+                Some(item) => {
+                    item.set(New::Bytes(next));
+                    if let Some(entry) = item.renew(version, expires_at) {
+                        shard.schedule(key, entry);
+                    }
+                }
+                None => shard.write(hashed, New::Bytes(next), version, expires_at),
+            }
             Ok(())
         })
     }

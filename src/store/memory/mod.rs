@@ -15,9 +15,11 @@ use crate::error::StoreError;
 use crate::key::KeyHasher;
 
 mod immediate;
+mod item;
 mod shard;
 
-use self::shard::{lock, Hashed, Item, New, Shard, Value};
+use self::item::{New, Value};
+use self::shard::{lock, Hashed, Shard};
 
 const SHARDS: usize = 16;
 
@@ -124,16 +126,10 @@ impl MemoryStore {
     fn read_counter(&self, key: &[u8], now: i64) -> Result<Option<u64>, StoreError> {
         let hashed = self.hashed(key);
         let shard = self.shard(hashed);
-        match shard.live(hashed, now) {
+        match shard.live(hashed, now).map(|item| item.value()) {
             None => Ok(None),
-            Some(Item {
-                value: Value::Counter(n),
-                ..
-            }) => Ok(Some(*n)),
-            Some(Item {
-                value: Value::Bytes(bytes),
-                ..
-            }) => parse_counter(key, bytes).map(Some),
+            Some(Value::Counter(n)) => Ok(Some(n)),
+            Some(Value::Bytes(bytes)) => parse_counter(key, bytes).map(Some),
         }
     }
 }
@@ -185,9 +181,9 @@ impl Store for MemoryStore {
         let now = self.now();
         let shard = self.shard(hashed);
         Ok(shard.live(hashed, now).map(|item| Versioned {
-            value: match &item.value {
+            value: match item.value() {
                 Value::Counter(n) => n.to_string().into_bytes(),
-                Value::Bytes(bytes) => bytes.clone(),
+                Value::Bytes(bytes) => bytes.to_vec(),
             },
             version: item.version,
         }))

@@ -10,16 +10,17 @@ use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashTable;
 
+use super::item::{Item, New};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
 
-/// One shard. A short key is held inline, by the table and by its expiry
-/// entry, so that finding an item follows no pointer to its key. The
-/// table is found by a key's hash, which then finds the item in it: one
-/// hash per key ([`Hashed`]).
+/// One shard. A short key is held inline, by the table's item and by its
+/// expiry entry, so that finding an item follows no pointer to its key.
+/// The table is found by a key's hash, which then finds the item in it:
+/// one hash per key ([`Hashed`]).
 pub(super) struct Shard {
-    pub(super) items: HashTable<(HeldKey, Item)>,
+    pub(super) items: HashTable<Item>,
     /// The store's hasher, for the keys of expiry entries and for moving
     /// items when the table grows.
     hasher: KeyHasher,
@@ -56,39 +57,8 @@ impl<'a> Hashed<'a> {
     }
 
     /// Whether a table entry holds this key.
-    fn holder(self) -> impl Fn(&(HeldKey, Item)) -> bool + 'a {
-        move |(held, _)| held.as_bytes() == self.bytes
-    }
-}
-
-pub(super) struct Item {
-    pub(super) value: Value,
-    pub(super) version: u64,
-    /// The version the item was created at, naming its expiry entry.
-    pub(super) created: u64,
-    pub(super) expires_at: i64,
-    /// When its expiry entry comes up: at most `expires_at`.
-    pub(super) scheduled: i64,
-}
-
-pub(super) enum Value {
-    Counter(u64),
-    Bytes(Vec<u8>),
-}
-
-/// The value of an item being written.
-#[derive(Clone, Copy)]
-pub(super) enum New<'a> {
-    Counter(u64),
-    Bytes(&'a [u8]),
-}
-
-impl New<'_> {
-    pub(super) fn owned(self) -> Value {
-        match self {
-            New::Counter(n) => Value::Counter(n),
-            New::Bytes(bytes) => Value::Bytes(bytes.to_vec()),
-        }
+    fn holder(self) -> impl Fn(&Item) -> bool + 'a {
+        move |item| item.holds(self.bytes)
     }
 }
 
@@ -116,15 +86,12 @@ impl Shard {
 
     /// The item at `key`, live or expired.
     fn held_mut(&mut self, key: Hashed<'_>) -> Option<&mut Item> {
-        self.items
-            .find_mut(key.hash, key.holder())
-            .map(|(_, item)| item)
+        self.items.find_mut(key.hash, key.holder())
     }
 
     pub(super) fn live(&self, key: Hashed<'_>, now: i64) -> Option<&Item> {
         self.items
             .find(key.hash, key.holder())
-            .map(|(_, item)| item)
             .filter(|item| item.expires_at > now)
     }
 
@@ -135,7 +102,7 @@ impl Shard {
     /// Removes the item at `key`, live or expired.
     pub(super) fn remove(&mut self, key: Hashed<'_>) -> Option<Item> {
         let found = self.items.find_entry(key.hash, key.holder());
-        found.ok().map(|entry| entry.remove().0 .1)
+        found.ok().map(|entry| entry.remove().0)
     }
 
     /// Writes a whole new item at `key`: value, version and expiry. An item
@@ -146,44 +113,28 @@ impl Shard {
     /// held by the table and by a new expiry entry.
     pub(super) fn write(&mut self, key: Hashed<'_>, value: New<'_>, version: u64, expires_at: i64) {
         let Some(item) = self.held_mut(key) else {
-            return self.insert(key, value.owned(), version, expires_at);
+            return self.insert(key, value, version, expires_at);
         };
-        match (&mut item.value, value) {
-            (Value::Bytes(bytes), New::Bytes(value))
-                if bytes.capacity() <= 2 * value.len() + 64 =>
-            {
-                bytes.clear();
-                bytes.extend_from_slice(value);
-            }
-            (held, value) => *held = value.owned(),
-        }
+        item.set(value);
         if let Some(entry) = item.renew(version, expires_at) {
             self.schedule(key.bytes, entry);
         }
     }
 
     /// A new expiry entry `(when, created)` for the item held at `key`.
-    fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
+    pub(super) fn schedule(&mut self, key: &[u8], (when, created): (i64, u64)) {
         self.expiries
             .push(Reverse((when, created, HeldKey::new(key))));
     }
 
-    fn insert(&mut self, key: Hashed<'_>, value: Value, version: u64, expires_at: i64) {
-        let held = HeldKey::new(key.bytes);
+    fn insert(&mut self, key: Hashed<'_>, value: New<'_>, version: u64, expires_at: i64) {
         self.expiries
-            .push(Reverse((expires_at, version, held.clone())));
-        let item = Item {
-            value,
-            version,
-            created: version,
-            expires_at,
-            scheduled: expires_at,
-        };
+            .push(Reverse((expires_at, version, HeldKey::new(key.bytes))));
+        let item = Item::new(key.bytes, value, version, expires_at);
         let hasher = self.hasher;
-        self.items
-            .insert_unique(key.hash, (held, item), |(held, _)| {
-                hasher.hash_one(held.as_bytes())
-            });
+        self.items.insert_unique(key.hash, item, |item| {
+            item.with_key(|key| hasher.hash_one(key))
+        });
     }
 
     pub(super) fn reclaim(&mut self, now: i64) {
@@ -208,20 +159,6 @@ impl Shard {
                 self.expiries.push(Reverse((at, created, key)));
             }
         }
-    }
-}
-
-impl Item {
-    /// The new version and expiry of an item whose value was just
-    /// replaced; returns the expiry entry to add if its current one comes
-    /// too late.
-    pub(super) fn renew(&mut self, version: u64, expires_at: i64) -> Option<(i64, u64)> {
-        self.version = version;
-        self.expires_at = expires_at;
-        (expires_at < self.scheduled).then(|| {
-            self.scheduled = expires_at;
-            (expires_at, self.created)
-        })
     }
 }
 
