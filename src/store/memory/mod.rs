@@ -112,10 +112,7 @@ impl MemoryStore {
     }
 
     fn shard(&self, key: Hashed<'_>) -> MutexGuard<'_, Shard> {
-        // The top bits: the table uses the low ones, so a shard's keys
-        // still spread over all of its buckets.
-        let index = (key.hash >> 56) as usize % SHARDS;
-        lock(&self.shards[index])
+        lock(&self.shards[shard_index(key.hash)])
     }
 
     fn expiry(now: i64, ttl: Duration) -> i64 {
@@ -132,6 +129,18 @@ impl MemoryStore {
             Some(Value::Bytes(bytes)) => parse_counter(key, bytes).map(Some),
         }
     }
+}
+
+/// The shard of a key's `hash`: bits that its shard's table does not use.
+/// The table finds a key's group of slots by the low bits and tells its
+/// slot among them by a tag of the top 7 ([hashbrown]'s Swiss table).
+/// Picked by top bits, every key of a shard shared the tag's first ones,
+/// leaving 16 tags of 128: a lookup compared its key with 8 times as many
+/// other items, each a cache line more to fetch.
+///
+/// [hashbrown]: https://github.com/rust-lang/hashbrown
+fn shard_index(hash: u64) -> usize {
+    (hash >> 40) as usize % SHARDS
 }
 
 impl Default for MemoryStore {
@@ -248,9 +257,25 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
     use crate::ManualClock;
+    use std::hash::BuildHasher;
 
     fn expiries(store: &MemoryStore) -> usize {
         store.shards.iter().map(|s| lock(s).expiries.len()).sum()
+    }
+
+    #[test]
+    fn the_keys_of_a_shard_take_every_tag_of_its_table() {
+        // hashbrown's tag: the hash's top 7 bits.
+        let tag = |hash: u64| (hash >> 57) as usize;
+        let hasher = KeyHasher::random();
+        let mut tags = vec![std::collections::HashSet::new(); SHARDS];
+        for i in 0..20_000u32 {
+            let hash = hasher.hash_one(format!("client{i}_202612012123").as_bytes());
+            tags[shard_index(hash)].insert(tag(hash));
+        }
+        for (shard, tags) in tags.iter().enumerate() {
+            assert_eq!(tags.len(), 128, "shard {shard}: {} tags of 128", tags.len());
+        }
     }
 
     #[tokio::test]
