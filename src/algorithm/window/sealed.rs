@@ -35,10 +35,10 @@ pub(crate) struct SealedCache {
 /// 2 to 4 buckets (n = 1 and the default n = 4).
 #[derive(Debug)]
 enum Table {
-    One(Entries<[Slot; 1]>),
-    Four(Entries<[Slot; 4]>),
-    Inline(Entries<[Slot; INLINE_SLOTS]>),
-    Heap(Entries<Box<[Slot]>>),
+    One(Entries<[Slot; 1], SHORT_PREFIX>),
+    Four(Entries<[Slot; 4], LONG_PREFIX>),
+    Inline(Entries<[Slot; INLINE_SLOTS], LONG_PREFIX>),
+    Heap(Entries<Box<[Slot]>, SHORT_PREFIX>),
 }
 
 /// The longest history whose rings are held in the map's entries; a
@@ -59,7 +59,7 @@ macro_rules! each {
 }
 
 #[derive(Debug)]
-struct Entries<S> {
+struct Entries<S, const N: usize> {
     /// Buckets of history per client: the ring size.
     history: usize,
     /// Clients kept at most.
@@ -67,7 +67,7 @@ struct Entries<S> {
     /// By client prefix, hashed with a random seed as the store's keys are,
     /// so ids chosen by clients cannot be made to collide. A short prefix
     /// is held in the entry, beside its ring ([`Held`]).
-    map: HashTable<Held<S>>,
+    map: HashTable<Held<S, N>>,
     hasher: KeyHasher,
     /// The size at which the map is next swept for entries no longer
     /// read: twice what the last sweep left (at least [`FIRST_SWEEP`]), so
@@ -90,20 +90,25 @@ const FIRST_SWEEP: usize = 1_024;
 /// A ring slot: the index and count of the bucket it was filled for.
 type Slot = (i64, u64);
 
-/// The longest client prefix held in its entry: `<namespace>:<client>`
-/// with a 32-character client id and a namespace of up to 5 bytes.
-const PREFIX_INLINE: usize = 38;
+/// The longest client prefix held in an entry whose ring is one slot or
+/// a pointer: `<namespace>:<client>` with a 32-character client id and a
+/// namespace of up to 5 bytes, in 40 bytes, so that the entry is one line.
+const SHORT_PREFIX: usize = 38;
+/// The longest client prefix held in an entry whose ring fills lines of
+/// its own (4 or 12 slots): 56 bytes, which leave the entry no larger.
+const LONG_PREFIX: usize = crate::held_key::INLINE;
 
-/// A client's entry: its prefix and its ring, from the start of a cache
-/// line. With 100,000 clients the table is far larger than the caches,
-/// and a lookup's cost is the lines of its entry that it must fetch: for
-/// a history of one bucket (n = 1) the prefix (40 bytes), the time of its
-/// last read and its slot fill exactly one line, where an entry placed
-/// anywhere straddled two more often than not.
+/// A client's entry: its prefix, held inline up to `N` bytes, and its
+/// ring, from the start of a cache line. With 100,000 clients the table
+/// is far larger than the caches, and a lookup's cost is the lines of its
+/// entry that it must fetch: for a history of one bucket (n = 1) the
+/// prefix (40 bytes), the time of its last read and its slot fill exactly
+/// one line, and for 4 buckets (the default) two, where an entry placed
+/// anywhere straddled one more line more often than not.
 #[repr(C, align(64))]
 #[derive(Debug)]
-struct Held<S> {
-    prefix: HeldKey<PREFIX_INLINE>,
+struct Held<S, const N: usize> {
+    prefix: HeldKey<N>,
     ring: Ring<S>,
 }
 
@@ -243,7 +248,7 @@ impl SealedCache {
     }
 }
 
-impl<S: Slots> Entries<S> {
+impl<S: Slots, const N: usize> Entries<S, N> {
     fn new(history: usize, capacity: usize) -> Self {
         Self {
             history,
@@ -360,10 +365,16 @@ mod tests {
     }
 
     #[test]
-    fn a_one_bucket_entry_is_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Held<[Slot; 1]>>(), 64);
-        assert_eq!(std::mem::align_of::<Held<[Slot; 1]>>(), 64);
-        assert_eq!(std::mem::size_of::<Held<[Slot; 4]>>(), 128);
+    fn an_entry_fills_whole_cache_lines_and_one_for_one_bucket() {
+        use std::mem::{align_of, size_of};
+        assert_eq!(size_of::<Held<[Slot; 1], SHORT_PREFIX>>(), 64);
+        assert_eq!(align_of::<Held<[Slot; 1], SHORT_PREFIX>>(), 64);
+        assert_eq!(size_of::<Held<Box<[Slot]>, SHORT_PREFIX>>(), 64);
+        // Four slots and the longer prefix: two lines, as four slots and
+        // the shorter one take.
+        assert_eq!(size_of::<Held<[Slot; 4], LONG_PREFIX>>(), 128);
+        assert_eq!(size_of::<Held<[Slot; 4], SHORT_PREFIX>>(), 128);
+        assert_eq!(size_of::<Held<[Slot; INLINE_SLOTS], LONG_PREFIX>>(), 256);
     }
 
     #[test]
