@@ -261,30 +261,27 @@ impl<S: Slots, const N: usize> Entries<S, N> {
         }
     }
 
+    /// `client`'s hash in the map, and what tells its entry.
+    fn locate<'a>(&self, client: &'a [u8]) -> (u64, impl Fn(&Held<S, N>) -> bool + 'a) {
+        let holds = move |held: &Held<S, N>| held.prefix.as_bytes() == client;
+        (self.hasher.hash_one(client), holds)
+    }
+
     /// The ring of `client`, if kept.
     fn ring(&self, client: &[u8]) -> Option<&Ring<S>> {
-        let hash = self.hasher.hash_one(client);
-        let held = self
-            .map
-            .find(hash, |held| held.prefix.as_bytes() == client)?;
-        Some(&held.ring)
+        let (hash, holds) = self.locate(client);
+        self.map.find(hash, holds).map(|held| &held.ring)
     }
 
     fn ring_mut(&mut self, client: &[u8]) -> Option<&mut Ring<S>> {
-        let hash = self.hasher.hash_one(client);
-        let held = self
-            .map
-            .find_mut(hash, |held| held.prefix.as_bytes() == client)?;
-        Some(&mut held.ring)
+        let (hash, holds) = self.locate(client);
+        self.map.find_mut(hash, holds).map(|held| &mut held.ring)
     }
 
     /// [`SealedCache::remove`].
     fn remove(&mut self, client: &[u8]) {
-        let hash = self.hasher.hash_one(client);
-        if let Ok(found) = self
-            .map
-            .find_entry(hash, |held| held.prefix.as_bytes() == client)
-        {
+        let (hash, holds) = self.locate(client);
+        if let Ok(found) = self.map.find_entry(hash, holds) {
             found.remove();
         }
     }

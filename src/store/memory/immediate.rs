@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::item::{Item, New, Value};
+use super::item::{Item, Value};
 use super::shard::not_a_number;
 use super::MemoryStore;
 use super::SCRATCH;
@@ -38,12 +38,17 @@ impl ImmediateStore for MemoryStore {
                         }
                     };
                     let next = current.wrapping_add(delta);
-                    item.set(New::Counter(next));
+                    item.set(Value::Counter(next));
                     item.version = version;
                     next
                 }
                 None => {
-                    shard.write(hashed, New::Counter(delta), version, Self::expiry(now, ttl));
+                    shard.write(
+                        hashed,
+                        Value::Counter(delta),
+                        version,
+                        Self::expiry(now, ttl),
+                    );
                     delta
                 }
             }
@@ -66,7 +71,7 @@ impl ImmediateStore for MemoryStore {
             Value::Bytes(bytes) => parse_counter(key, bytes).map_err(|_| not_a_number(key))?,
         };
         let next = current.saturating_sub(delta);
-        item.set(New::Counter(next));
+        item.set(Value::Counter(next));
         item.version = version;
         Ok(Some(next))
     }
@@ -100,12 +105,11 @@ impl ImmediateStore for MemoryStore {
             let expires_at = Self::expiry(now, ttl);
             match item.as_mut() {
                 Some(item) => {
-                    item.set(New::Bytes(next));
-                    if let Some(entry) = item.renew(version, expires_at) {
+                    if let Some(entry) = item.rewrite(Value::Bytes(next), version, expires_at) {
                         shard.schedule(key, entry);
                     }
                 }
-                None => shard.write(hashed, New::Bytes(next), version, expires_at),
+                None => shard.write(hashed, Value::Bytes(next), version, expires_at),
             }
             Ok(())
         })

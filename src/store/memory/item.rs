@@ -18,16 +18,9 @@ const TAIL: usize = 22;
 /// `key_len` of a key longer than `HEAD + TAIL`, whose rest is shared.
 const LONG: u8 = u8::MAX;
 
-/// A value being read.
+/// An item's value, as read or as written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Value<'a> {
-    Counter(u64),
-    Bytes(&'a [u8]),
-}
-
-/// The value of an item being written.
-#[derive(Clone, Copy)]
-pub(super) enum New<'a> {
     Counter(u64),
     Bytes(&'a [u8]),
 }
@@ -61,7 +54,7 @@ pub(super) struct Item {
 
 impl Item {
     /// A new item at `key`, created at `version`.
-    pub(super) fn new(key: &[u8], value: New<'_>, version: u64, expires_at: i64) -> Self {
+    pub(super) fn new(key: &[u8], value: Value<'_>, version: u64, expires_at: i64) -> Self {
         let in_head = key.len().min(HEAD);
         let mut head = [0; HEAD];
         head[..in_head].copy_from_slice(&key[..in_head]);
@@ -140,16 +133,16 @@ impl Item {
     /// Replaces the value, keeping the byte buffer for bytes unless it is
     /// far too big for them; a counter drops it.
     #[inline]
-    pub(super) fn set(&mut self, value: New<'_>) {
+    pub(super) fn set(&mut self, value: Value<'_>) {
         match value {
-            New::Counter(n) => {
+            Value::Counter(n) => {
                 if self.is_bytes {
                     self.bytes = Vec::new();
                     self.is_bytes = false;
                 }
                 self.counter = n;
             }
-            New::Bytes(value) => self.set_bytes(value),
+            Value::Bytes(value) => self.set_bytes(value),
         }
     }
 
@@ -163,10 +156,15 @@ impl Item {
         self.is_bytes = true;
     }
 
-    /// The new version and expiry of an item whose value was just
-    /// replaced; returns the expiry entry to add if its current one comes
-    /// too late.
-    pub(super) fn renew(&mut self, version: u64, expires_at: i64) -> Option<(i64, u64)> {
+    /// Rewrites the value, with a new version and expiry; returns the
+    /// expiry entry to add if its current one comes too late.
+    pub(super) fn rewrite(
+        &mut self,
+        value: Value<'_>,
+        version: u64,
+        expires_at: i64,
+    ) -> Option<(i64, u64)> {
+        self.set(value);
         self.version = version;
         self.expires_at = expires_at;
         (expires_at < self.scheduled).then(|| {
@@ -204,7 +202,7 @@ mod tests {
             .map(|len| (0..len).map(|i| (i % 7) as u8 + b'a').collect())
             .collect();
         for key in &keys {
-            let item = Item::new(key, New::Counter(1), 1, 0);
+            let item = Item::new(key, Value::Counter(1), 1, 0);
             assert!(item.holds(key), "length {}", key.len());
             item.with_key(|held| assert_eq!(held, key.as_slice()));
             for other in &keys {
@@ -226,16 +224,16 @@ mod tests {
 
     #[test]
     fn a_value_is_a_counter_or_bytes_as_last_set() {
-        let mut item = Item::new(b"k", New::Bytes(b"hello"), 1, 0);
+        let mut item = Item::new(b"k", Value::Bytes(b"hello"), 1, 0);
         assert_eq!(item.value(), Value::Bytes(b"hello"));
-        item.set(New::Counter(7));
+        item.set(Value::Counter(7));
         assert_eq!(item.value(), Value::Counter(7));
         assert_eq!(item.bytes.capacity(), 0, "a counter keeps no buffer");
-        item.set(New::Bytes(b""));
+        item.set(Value::Bytes(b""));
         assert_eq!(item.value(), Value::Bytes(b""));
         // A buffer far too big for the new bytes is not kept.
-        item.set(New::Bytes(&[b'x'; 4096]));
-        item.set(New::Bytes(b"ab"));
+        item.set(Value::Bytes(&[b'x'; 4096]));
+        item.set(Value::Bytes(b"ab"));
         assert_eq!(item.value(), Value::Bytes(b"ab"));
         assert!(item.bytes.capacity() < 4096);
     }

@@ -18,7 +18,7 @@ mod immediate;
 mod item;
 mod shard;
 
-use self::item::{New, Value};
+use self::item::Value;
 use self::shard::{lock, Hashed, Shard};
 
 const SHARDS: usize = 16;
@@ -227,7 +227,7 @@ impl Store for MemoryStore {
             return Ok((outcome, None));
         }
         let version = shard.next_version();
-        shard.write(hashed, New::Bytes(value), version, Self::expiry(now, ttl));
+        shard.write(hashed, Value::Bytes(value), version, Self::expiry(now, ttl));
         Ok((PutOutcome::Stored, Some(version)))
     }
 

@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use hashbrown::HashTable;
 
-use super::item::{Item, New};
+use super::item::{Item, Value};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::held_key::HeldKey;
 use crate::key::KeyHasher;
@@ -111,12 +111,17 @@ impl Shard {
     /// too big for the value) and its expiry entry, which is only
     /// rescheduled if the new expiry comes before it; otherwise the key is
     /// held by the table and by a new expiry entry.
-    pub(super) fn write(&mut self, key: Hashed<'_>, value: New<'_>, version: u64, expires_at: i64) {
+    pub(super) fn write(
+        &mut self,
+        key: Hashed<'_>,
+        value: Value<'_>,
+        version: u64,
+        expires_at: i64,
+    ) {
         let Some(item) = self.held_mut(key) else {
             return self.insert(key, value, version, expires_at);
         };
-        item.set(value);
-        if let Some(entry) = item.renew(version, expires_at) {
+        if let Some(entry) = item.rewrite(value, version, expires_at) {
             self.schedule(key.bytes, entry);
         }
     }
@@ -127,7 +132,7 @@ impl Shard {
             .push(Reverse((when, created, HeldKey::new(key))));
     }
 
-    fn insert(&mut self, key: Hashed<'_>, value: New<'_>, version: u64, expires_at: i64) {
+    fn insert(&mut self, key: Hashed<'_>, value: Value<'_>, version: u64, expires_at: i64) {
         self.expiries
             .push(Reverse((expires_at, version, HeldKey::new(key.bytes))));
         let item = Item::new(key.bytes, value, version, expires_at);
