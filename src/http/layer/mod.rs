@@ -4,6 +4,7 @@
 
 mod announce;
 mod denial;
+mod field_values;
 mod rollout;
 mod service;
 
