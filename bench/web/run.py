@@ -51,6 +51,7 @@ CASES = [
     ("bare service", ["--variant", "bare"], 1, False),
     ("bare service with two constant RateLimit fields", ["--variant", "fields"], 1, False),
     ("bare service that waits once per request", ["--variant", "wait"], 1, False),
+    ("bare service behind a layer that does nothing", ["--variant", "identity"], 1, False),
     ("tower_governor, 1 key", ["--variant", "governor"], 1, False),
     ("tower_governor, 100,000 keys", ["--variant", "governor"], MANY, False),
     ("layer on MemoryStore, 1 key", ["--variant", "layer"], 1, False),

@@ -32,6 +32,7 @@ use tokio::task::JoinSet;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor as GovernorKey;
 use tower_governor::{GovernorError, GovernorLayer};
+use tower_layer::Layer;
 
 /// The header that names the client.
 const API_KEY: &str = "x-api-key";
@@ -90,6 +91,10 @@ enum Variant {
     /// on an allowed request, as constants of the same length: what
     /// carrying them costs the service, whatever computes them.
     Fields,
+    /// The handler behind a layer that does nothing (it hands back the
+    /// service it wraps): what axum's `Router::layer` costs a request,
+    /// whatever the layer does.
+    Identity,
     /// The handler waits once before it answers (it yields to the
     /// runtime, which polls it again): what any store across the network
     /// costs the service at least, whatever the store does, since the
@@ -103,6 +108,18 @@ enum KeyKind {
     Header,
     /// `ApiKey::header("x-api-key")`: a hash of the value.
     ApiKey,
+}
+
+/// A layer that hands back the service it wraps.
+#[derive(Clone, Copy)]
+struct Identity;
+
+impl<S> Layer<S> for Identity {
+    type Service = S;
+
+    fn layer(&self, inner: S) -> S {
+        inner
+    }
 }
 
 /// `GET /` answered so far.
@@ -221,6 +238,7 @@ async fn app(args: &Args) -> Result<Router, String> {
             };
             greeted.layer(layer)
         }
+        Variant::Identity => greeted.layer(Identity),
         Variant::Fields => Router::new().route(
             "/",
             get(|| async {
