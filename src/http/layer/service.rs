@@ -429,11 +429,14 @@ impl Shared {
             .fields
             .write_announcing(&mut values, decided, announced);
         let mut fields = Fields::new();
-        for (name, value) in written {
-            if self.shadow && name == field::RETRY_AFTER {
+        // Read in place: moved out, the list of up to six is copied whole.
+        for (name, value) in &written {
+            if self.shadow && *name == field::RETRY_AFTER {
                 continue;
             }
-            if let (Some(name), Ok(value)) = (header_name(name), field_value(&values[value])) {
+            if let (Some(name), Ok(value)) =
+                (header_name(name), field_value(&values[value.clone()]))
+            {
                 fields.push((name, value));
             }
         }
