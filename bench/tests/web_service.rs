@@ -88,8 +88,8 @@ fn says_hello(service: &Service, key: &str) -> String {
 }
 
 #[test]
-fn the_bare_waiting_and_governor_services_say_hello_and_count_it() {
-    for variant in ["bare", "wait", "governor"] {
+fn the_bare_waiting_identity_and_governor_services_say_hello_and_count_it() {
+    for variant in ["bare", "wait", "identity", "governor"] {
         let service = Service::start(&["--variant", variant, "--keys", "3"]);
         for key in ["client-1", "client-2", "client-3"] {
             let answer = says_hello(&service, key);
@@ -143,9 +143,18 @@ fn the_fields_variant_carries_fields_as_long_as_the_layers() {
             .len()
     };
     let fields = Service::start(&["--variant", "fields", "--keys", "1"]);
-    let layer = Service::start(&["--variant", "layer", "--keys", "1"]);
+    // The quota bench/web/run.py gives the layer.
+    let layer = Service::start(&[
+        "--variant",
+        "layer",
+        "--keys",
+        "1",
+        "--quota",
+        "1000000000/hour",
+    ]);
     let constant = says_hello(&fields, "client-1");
     let computed = says_hello(&layer, "client-1");
+    assert!(computed.contains(";w=3600;"), "{computed}");
     for name in ["ratelimit-policy: ", "ratelimit: "] {
         assert_eq!(field(&constant, name), field(&computed, name), "{name}");
     }
@@ -199,4 +208,18 @@ fn the_layer_on_the_embedded_store_runs_under_valgrind() {
     let answer = says_hello(&service, "client-1");
     assert!(answer.contains("ratelimit-policy: "), "{answer}");
     assert_eq!(service.answered(), 1);
+}
+
+/// A quota that does not parse is refused with its flag named, before the
+/// service listens.
+#[test]
+fn a_quota_that_does_not_parse_is_refused_by_name() {
+    let output = Command::new(env!("CARGO_BIN_EXE_web-service"))
+        .args(["--variant", "layer", "--quota", "many/often"])
+        .output()
+        .expect("web-service runs");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("--quota many/often"), "{said}");
+    assert!(output.stdout.is_empty(), "{output:?}");
 }
