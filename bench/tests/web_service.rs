@@ -218,8 +218,8 @@ fn a_quota_that_does_not_parse_is_refused_by_name() {
         .args(["--variant", "layer", "--quota", "many/often"])
         .output()
         .expect("web-service runs");
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
     let said = String::from_utf8_lossy(&output.stderr);
-    assert!(said.contains("--quota many/often"), "{said}");
+    assert!(said.contains("'many/often' for '--quota"), "{said}");
     assert!(output.stdout.is_empty(), "{output:?}");
 }

@@ -25,14 +25,14 @@ use axum::Router;
 use clap::{Parser, ValueEnum};
 use memcache_ratelimit::http::{ApiKey, Header, RateLimitLayer};
 use memcache_ratelimit::store::Store;
-use memcache_ratelimit::{MemcachedStore, MemoryStore, RateLimiter};
+use memcache_ratelimit::{MemcachedStore, MemoryStore, Quota, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::client::warm_up_decision;
 use tokio::task::JoinSet;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor as GovernorKey;
 use tower_governor::{GovernorError, GovernorLayer};
-use tower_layer::Layer;
+use tower_layer::Identity;
 
 /// The header that names the client.
 const API_KEY: &str = "x-api-key";
@@ -67,7 +67,7 @@ struct Args {
     /// bucket just closed again (its figures would otherwise depend on
     /// when the run began).
     #[arg(long)]
-    quota: Option<String>,
+    quota: Option<Quota>,
     /// The client's key as the layer counts it: the header's value as it
     /// is, or `ApiKey`'s hash of it (`--variant layer`).
     #[arg(long, value_enum, default_value_t = KeyKind::Header)]
@@ -120,18 +120,6 @@ enum KeyKind {
     Header,
     /// `ApiKey::header("x-api-key")`: a hash of the value.
     ApiKey,
-}
-
-/// A layer that hands back the service it wraps.
-#[derive(Clone, Copy)]
-struct Identity;
-
-impl<S> Layer<S> for Identity {
-    type Service = S;
-
-    fn layer(&self, inner: S) -> S {
-        inner
-    }
 }
 
 /// `GET /` answered so far.
@@ -229,10 +217,7 @@ async fn app(args: &Args) -> Result<Router, String> {
             };
             let case = args.case;
             let mut spec = case.spec(Setup::default());
-            if let Some(quota) = &args.quota {
-                let quota = quota
-                    .parse()
-                    .map_err(|error| format!("--quota {quota}: {error}"))?;
+            if let Some(quota) = args.quota {
                 spec = spec.with_quota(quota);
             }
             let limiter: Arc<RateLimiter> =
@@ -258,7 +243,7 @@ async fn app(args: &Args) -> Result<Router, String> {
             };
             greeted.layer(layer)
         }
-        Variant::Identity => greeted.layer(Identity),
+        Variant::Identity => greeted.layer(Identity::new()),
         Variant::Fields => Router::new().route(
             "/",
             get(|| async {
