@@ -1,8 +1,8 @@
 //! The web-service benchmark's service answers as the table says it
 //! does: every variant says hello through its rate limit, the layer's
 //! answers carry the RateLimit fields (and the fields variant constants
-//! as long), the increment variant counts in a
-//! real memcached, and `/__bench/count` counts what was answered.
+//! as long), the increment variants, the store's and the raw socket's,
+//! count in a real memcached, and `/__bench/count` counts what was answered.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -162,30 +162,44 @@ fn the_fields_variant_carries_fields_as_long_as_the_layers() {
 }
 
 #[test]
-fn the_increment_variant_counts_each_client_in_memcached() {
-    let memcached = Memcached::start();
-    let address = memcached.address();
-    let service = Service::start(&[
-        "--variant",
-        "increment",
-        "--keys",
-        "2",
-        "--memcached",
-        &address,
-    ]);
-    for _ in 0..3 {
-        says_hello(&service, "client-2");
+fn the_increment_variants_count_each_client_in_memcached() {
+    for variant in ["increment", "raw-increment"] {
+        let memcached = Memcached::start();
+        let address = memcached.address();
+        let service =
+            Service::start(&["--variant", variant, "--keys", "2", "--memcached", &address]);
+        for _ in 0..3 {
+            says_hello(&service, "client-2");
+        }
+        // Once in the warm-up, three times since; client-1 once.
+        for (client, expected) in [("client-2", "4"), ("client-1", "1")] {
+            let mut stream = TcpStream::connect(&address).expect("connect to memcached");
+            stream
+                .write_all(format!("get {client}\r\n").as_bytes())
+                .expect("send");
+            let mut reader = BufReader::new(stream);
+            let (mut head, mut value) = (String::new(), String::new());
+            reader.read_line(&mut head).expect("a head");
+            reader.read_line(&mut value).expect("a value");
+            assert!(
+                head.starts_with(&format!("VALUE {client} ")),
+                "{variant}: {head}"
+            );
+            assert_eq!(value.trim(), expected, "{variant}: {client}");
+        }
+        assert_eq!(service.answered(), 3, "{variant}");
     }
-    // Once in the warm-up, three times since.
-    let mut stream = TcpStream::connect(&address).expect("connect to memcached");
-    stream.write_all(b"get client-2\r\n").expect("send");
-    let mut reader = BufReader::new(stream);
-    let (mut head, mut value) = (String::new(), String::new());
-    reader.read_line(&mut head).expect("a head");
-    reader.read_line(&mut value).expect("a value");
-    assert!(head.starts_with("VALUE client-2 "), "{head}");
-    assert_eq!(value.trim(), "4");
-    assert_eq!(service.answered(), 3);
+}
+
+#[test]
+fn the_raw_increment_needs_memcached() {
+    let output = Command::new(env!("CARGO_BIN_EXE_web-service"))
+        .args(["--variant", "raw-increment"])
+        .output()
+        .expect("run web-service");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--memcached"), "{stderr}");
 }
 
 /// The benchmark counts instructions under valgrind, whose process

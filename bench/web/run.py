@@ -68,6 +68,9 @@ CASES = [
     ("layer on memcached, 100,000 keys", LAYER, MANY, True),
     ("MemcachedStore::increment, 1 key", ["--variant", "increment"], 1, True),
     ("MemcachedStore::increment, 100,000 keys", ["--variant", "increment"], MANY, True),
+    ("raw socket increment, no client library, 1 key", ["--variant", "raw-increment"], 1, True),
+    ("raw socket increment, no client library, 100,000 keys",
+     ["--variant", "raw-increment"], MANY, True),
 ]
 
 

@@ -16,7 +16,7 @@
 use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue};
@@ -28,6 +28,7 @@ use memcache_ratelimit::store::Store;
 use memcache_ratelimit::{MemcachedStore, MemoryStore, Quota, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
 use memcache_ratelimit_bench::client::warm_up_decision;
+use memcache_ratelimit_bench::socket;
 use tokio::task::JoinSet;
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::KeyExtractor as GovernorKey;
@@ -73,8 +74,9 @@ struct Args {
     #[arg(long, value_enum, default_value_t = KeyKind::Header)]
     key: KeyKind,
     /// memcached's address for the layer's store and the `increment`
-    /// variant; the layer runs on the embedded store without it.
-    #[arg(long, required_if_eq("variant", "increment"))]
+    /// and `raw-increment` variants; the layer runs on the embedded store
+    /// without it.
+    #[arg(long, required_if_eq_any([("variant", "increment"), ("variant", "raw-increment")]))]
     memcached: Option<String>,
     /// Clients decided once each before listening: `client-1` to
     /// `client-<keys>`, the names the load sends.
@@ -99,6 +101,13 @@ enum Variant {
     /// One `MemcachedStore::increment` of the client's counter per
     /// request, in the handler, without a limiter.
     Increment,
+    /// One meta increment of the client's counter per request, written
+    /// and read by the handler itself on a pooled connection, with no
+    /// client library (`memcache_ratelimit_bench::socket`): no deadline,
+    /// no pipelining, no command built but the one line. What any
+    /// memcached client pays per request at least, for `increment` to
+    /// be measured against.
+    RawIncrement,
     /// The handler alone, answering with the two fields the layer writes
     /// on an allowed request, as constants of the same length: what
     /// carrying them costs the service, whatever computes them.
@@ -303,10 +312,53 @@ async fn app(args: &Args) -> Result<Router, String> {
                 }),
             )
         }
+        Variant::RawIncrement => raw_increment(args).await?,
     };
     Ok(app.route(
         "/__bench/count",
         get(|| async { ANSWERED.load(Ordering::Relaxed).to_string() }),
+    ))
+}
+
+/// The `raw-increment` variant's service: each request takes a connection
+/// from a pool (dialling one when none is idle), increments the client's
+/// counter on it and gives it back.
+async fn raw_increment(args: &Args) -> Result<Router, String> {
+    let address = args.memcached.clone().ok_or("no --memcached <address>")?;
+    let ttl = INCREMENT_TTL.as_secs() as u32;
+    let pool: Arc<Mutex<Vec<socket::Pipeline>>> = Arc::default();
+    let mut warm = socket::Pipeline::connect(&address)
+        .await
+        .map_err(|error| format!("cannot connect to memcached at {address}: {error}"))?;
+    for i in 1..=args.keys {
+        warm.increment(client(i).as_bytes(), ttl)
+            .await
+            .map_err(|error| format!("a warm-up increment: {error}"))?;
+    }
+    pool.lock().unwrap().push(warm);
+    Ok(Router::new().route(
+        "/",
+        get(move |request: axum::extract::Request| async move {
+            let key = request
+                .headers()
+                .get(&API_KEY_NAME)
+                .map_or(&b""[..], |key| key.as_bytes());
+            let idle = pool.lock().unwrap().pop();
+            let mut connection = match idle {
+                Some(connection) => connection,
+                None => match socket::Pipeline::connect(&address).await {
+                    Ok(connection) => connection,
+                    Err(_) => return "store error\n",
+                },
+            };
+            match connection.increment(key, ttl).await {
+                Ok(_) => {
+                    pool.lock().unwrap().push(connection);
+                    hello().await
+                }
+                Err(_) => "store error\n",
+            }
+        }),
     ))
 }
 
