@@ -278,9 +278,9 @@ impl RateLimitFields {
         let mut out = FieldBuf::new();
         self.write_announcing(&mut out, policies, announced)
             .into_iter()
-            .map(|(name, value)| {
+            .map(|(field, value)| {
                 let value = String::from_utf8_lossy(&out[value]).into_owned();
-                (name, value)
+                (field.name(), value)
             })
             .collect()
     }
@@ -314,13 +314,13 @@ impl RateLimitFields {
         let Some(policy_field) = policy_list.finish() else {
             return written;
         };
-        written.push((field::POLICY, policy_field));
+        written.push((Field::Policy, policy_field));
         let mut limit_list = ListWriter::new(out);
         for ((policy, _, decision), pk) in policies.iter().zip(&pks) {
             limit_list
                 .written(policy.quoted_name())
-                .integer("r", decision.remaining())
-                .integer("t", effective_window(decision));
+                .integer(b";r=", decision.remaining())
+                .integer(b";t=", effective_window(decision));
             if let Some(pk) = pk {
                 limit_list.copied(pk.clone());
             }
@@ -330,16 +330,16 @@ impl RateLimitFields {
             out.truncate(written[0].1.start);
             return Written::new();
         };
-        written.push((field::LIMIT, limit_field));
+        written.push((Field::Limit, limit_field));
         if let Some(retry_after) = retry_after {
-            written.push((field::RETRY_AFTER, integer_item(out, retry_after)));
+            written.push((Field::RetryAfter, integer_item(out, retry_after)));
         }
         if let Some(decision) = self.legacy.then(|| legacy_decision(policies)).flatten() {
-            written.push((field::LEGACY_LIMIT, integer_item(out, decision.limit())));
+            written.push((Field::LegacyLimit, integer_item(out, decision.limit())));
             let remaining = integer_item(out, decision.remaining());
-            written.push((field::LEGACY_REMAINING, remaining));
+            written.push((Field::LegacyRemaining, remaining));
             let reset = whole_seconds(decision.reset_after());
-            written.push((field::LEGACY_RESET, integer_item(out, reset)));
+            written.push((Field::LegacyReset, integer_item(out, reset)));
         }
         written
     }
@@ -355,22 +355,52 @@ impl RateLimitFields {
         list.written(policy.member());
         policy
             .per_client
-            .then(|| list.bytes("pk", &self.secret.partition_key(key)))
+            .then(|| list.bytes(b";pk=", &self.secret.partition_key(key)))
     }
 }
 
-pub(crate) mod field {
-    pub(crate) const POLICY: &str = "RateLimit-Policy";
-    pub(crate) const LIMIT: &str = "RateLimit";
-    pub(crate) const RETRY_AFTER: &str = "Retry-After";
-    pub(crate) const LEGACY_LIMIT: &str = "X-RateLimit-Limit";
-    pub(crate) const LEGACY_REMAINING: &str = "X-RateLimit-Remaining";
-    pub(crate) const LEGACY_RESET: &str = "X-RateLimit-Reset";
+/// A field [`RateLimitFields`] writes: a layer finds its `HeaderName`
+/// by this, with no comparison of names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Field {
+    Policy,
+    Limit,
+    RetryAfter,
+    LegacyLimit,
+    LegacyRemaining,
+    LegacyReset,
+}
+
+impl Field {
+    /// Every field, in the order a response carries them.
+    #[cfg_attr(not(all(test, feature = "tower")), allow(dead_code))]
+    pub(crate) const ALL: [Field; 6] = [
+        Field::Policy,
+        Field::Limit,
+        Field::RetryAfter,
+        Field::LegacyLimit,
+        Field::LegacyRemaining,
+        Field::LegacyReset,
+    ];
+
+    /// The field's name, as the draft and RFC 9110 spell it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Field::Policy => "RateLimit-Policy",
+            Field::Limit => "RateLimit",
+            Field::RetryAfter => "Retry-After",
+            Field::LegacyLimit => "X-RateLimit-Limit",
+            Field::LegacyRemaining => "X-RateLimit-Remaining",
+            Field::LegacyReset => "X-RateLimit-Reset",
+        }
+    }
 }
 
 /// The fields of one response as [`RateLimitFields::write_announcing`]
-/// wrote them: each name, and where its value is in the buffer.
-pub(crate) type Written = SmallVec<[(&'static str, Range<usize>); 6]>;
+/// wrote them: each field, and where its value is in the buffer. The
+/// values follow one another in the buffer, in this order, with nothing
+/// between them.
+pub(crate) type Written = SmallVec<[(Field, Range<usize>); 6]>;
 
 fn denial_delay(decision: &Decision) -> Option<u64> {
     match decision.retry_after() {

@@ -180,11 +180,11 @@ impl HeaderPolicy {
         let mut list = ListWriter::new(&mut out);
         list.member(name.as_str());
         let quoted_name = list.len();
-        list.integer("q", quota.limit());
+        list.integer(b";q=", quota.limit());
         if let Some(unit) = unit.parameter() {
-            list.string("qu", unit);
+            list.string(b";qu=", unit);
         }
-        list.integer("w", whole_seconds(quota.period()));
+        list.integer(b";w=", whole_seconds(quota.period()));
         Self {
             name,
             quota,

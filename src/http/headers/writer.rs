@@ -62,24 +62,26 @@ impl<'a> ListWriter<'a> {
     }
 
     /// A parameter `;key=n`: an Integer (section 4.1.4), capped at
-    /// [`MAX_INTEGER`].
-    pub(super) fn integer(&mut self, key: &str, n: u64) -> &mut Self {
+    /// [`MAX_INTEGER`]. `key` is the parameter's start, `;key=`, a
+    /// constant written in one copy.
+    pub(super) fn integer<const N: usize>(&mut self, key: &[u8; N], n: u64) -> &mut Self {
         self.key(key);
         push_integer(self.out, n);
         self
     }
 
-    /// A parameter `;key="value"`: a String.
-    pub(super) fn string(&mut self, key: &str, value: &str) -> &mut Self {
+    /// A parameter `;key="value"`: a String; `key` as for
+    /// [`integer`](Self::integer).
+    pub(super) fn string<const N: usize>(&mut self, key: &[u8; N], value: &str) -> &mut Self {
         self.key(key);
         push_string(self.out, value);
         self
     }
 
-    /// A parameter `;key=:base64:`: a Byte Sequence (section 4.1.8).
-    /// Returns where the whole parameter is in the buffer, for
-    /// [`copied`](Self::copied).
-    pub(super) fn bytes(&mut self, key: &str, value: &[u8]) -> Range<usize> {
+    /// A parameter `;key=:base64:`: a Byte Sequence (section 4.1.8);
+    /// `key` as for [`integer`](Self::integer). Returns where the whole
+    /// parameter is in the buffer, for [`copied`](Self::copied).
+    pub(super) fn bytes<const N: usize>(&mut self, key: &[u8; N], value: &[u8]) -> Range<usize> {
         let start = self.out.len();
         self.key(key);
         self.out.push(b':');
@@ -111,10 +113,11 @@ impl<'a> ListWriter<'a> {
         }
     }
 
-    fn key(&mut self, key: &str) {
-        self.out.push(b';');
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.push(b'=');
+    /// Writes a parameter's `;key=`, given whole: a copy of a length
+    /// known when compiled, with no call to `memcpy`.
+    fn key<const N: usize>(&mut self, key: &[u8; N]) {
+        debug_assert!(N >= 3 && key[0] == b';' && key[N - 1] == b'=');
+        self.out.extend_from_slice(key);
     }
 }
 
@@ -198,11 +201,11 @@ mod tests {
         out.extend_from_slice(b"before");
         let mut list = ListWriter::new(&mut out);
         for (name, n, bytes, unit) in members {
-            list.member(name).integer("q", *n);
+            list.member(name).integer(b";q=", *n);
             if let Some(unit) = unit {
-                list.string("qu", unit);
+                list.string(b";qu=", unit);
             }
-            list.bytes("pk", bytes);
+            list.bytes(b";pk=", bytes);
         }
         let range = list.finish()?;
         Some(String::from_utf8(out[range].to_vec()).expect("ASCII"))

@@ -25,43 +25,96 @@ thread_local! {
     static BUFFER: RefCell<Option<BytesMut>> = const { RefCell::new(None) };
 }
 
-/// A header value holding a copy of `bytes`, checked as
-/// `HeaderValue::from_bytes` checks them, sharing this thread's buffer.
-pub(super) fn field_value(bytes: &[u8]) -> Result<HeaderValue, InvalidHeaderValue> {
-    let piece = BUFFER.with(|buffer| {
+/// Header values for the pieces of `bytes`, one after the other, `lengths`
+/// long, each checked as `HeaderValue::from_bytes` checks it and handed
+/// to `each` with its position: copied into this thread's buffer in one
+/// go, then cut, so that every value shares the buffer.
+pub(super) fn cut_values(
+    bytes: &[u8],
+    lengths: impl Iterator<Item = usize>,
+    mut each: impl FnMut(usize, Result<HeaderValue, InvalidHeaderValue>),
+) {
+    BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
         let buffer = match &mut *buffer {
             Some(left) if left.capacity() >= bytes.len() => left,
             other => other.insert(BytesMut::with_capacity(CHUNK.max(bytes.len()))),
         };
         buffer.extend_from_slice(bytes);
-        buffer.split().freeze()
+        for (i, length) in lengths.enumerate() {
+            let piece = buffer.split_to(length.min(buffer.len())).freeze();
+            each(i, HeaderValue::from_maybe_shared(piece));
+        }
+        // Whatever `lengths` left uncut is not kept.
+        buffer.clear();
     });
-    HeaderValue::from_maybe_shared(piece)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{field_value, CHUNK};
+    use super::{cut_values, CHUNK};
 
-    #[test]
-    fn each_value_holds_its_own_bytes_across_buffers() {
-        let values: Vec<_> = (0..3 * CHUNK / 10)
-            .map(|i| (i, field_value(format!("v={i:05}").as_bytes()).unwrap()))
-            .collect();
-        for (i, value) in &values {
-            assert_eq!(value.as_bytes(), format!("v={i:05}").as_bytes());
-        }
-        let long = vec![b'x'; 3 * CHUNK];
-        assert_eq!(field_value(&long).unwrap().as_bytes(), &long[..]);
-        assert_eq!(field_value(b"after").unwrap().as_bytes(), b"after");
+    /// The values of `pieces`, written one after the other and cut.
+    fn cut(pieces: &[&[u8]]) -> Vec<Result<Vec<u8>, ()>> {
+        let bytes = pieces.concat();
+        let mut values = Vec::new();
+        cut_values(
+            &bytes,
+            pieces.iter().map(|piece| piece.len()),
+            |i, value| {
+                assert_eq!(i, values.len());
+                values.push(value.map(|value| value.as_bytes().to_vec()).map_err(|_| ()));
+            },
+        );
+        values
     }
 
     #[test]
-    fn bytes_a_header_value_cannot_hold_are_refused() {
-        assert!(field_value(b"line\nbreak").is_err());
-        assert!(field_value(b"\x7f").is_err());
-        assert_eq!(field_value(b"tab\tok").unwrap().as_bytes(), b"tab\tok");
-        assert_eq!(field_value(b"").unwrap().as_bytes(), b"");
+    fn each_value_holds_its_own_bytes_across_buffers() {
+        let mut kept = Vec::new();
+        for i in 0..3 * CHUNK / 10 {
+            let (first, second) = (format!("v={i:05}"), format!("w={i}"));
+            let mut values = Vec::new();
+            cut_values(
+                format!("{first}{second}").as_bytes(),
+                [first.len(), second.len()].into_iter(),
+                |_, value| values.push(value.unwrap()),
+            );
+            kept.push((first, second, values));
+        }
+        for (first, second, values) in &kept {
+            assert_eq!(values[0].as_bytes(), first.as_bytes());
+            assert_eq!(values[1].as_bytes(), second.as_bytes());
+        }
+        let long = vec![b'x'; 3 * CHUNK];
+        assert_eq!(
+            cut(&[&long, b"after"]),
+            [Ok(long.clone()), Ok(b"after".to_vec())]
+        );
+        assert_eq!(cut(&[b"next"]), [Ok(b"next".to_vec())]);
+    }
+
+    #[test]
+    fn bytes_a_header_value_cannot_hold_are_refused_alone() {
+        assert_eq!(
+            cut(&[b"line\nbreak", b"\x7f", b"tab\tok", b"", b"fine"]),
+            [
+                Err(()),
+                Err(()),
+                Ok(b"tab\tok".to_vec()),
+                Ok(Vec::new()),
+                Ok(b"fine".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn bytes_past_the_lengths_are_not_kept() {
+        let mut values = Vec::new();
+        cut_values(b"onetwo", [3].into_iter(), |_, value| {
+            values.push(value.unwrap())
+        });
+        assert_eq!(values[0].as_bytes(), b"one");
+        assert_eq!(cut(&[b"three"]), [Ok(b"three".to_vec())]);
     }
 }

@@ -16,10 +16,10 @@ use smallvec::SmallVec;
 use tower_service::Service;
 
 use super::denial::Denial;
-use super::field_values::field_value;
+use super::field_values::cut_values;
 use super::{Member, MissingKey, Shared};
 use crate::error::Error;
-use crate::http::headers::{field, FieldBuf, HeaderPolicy, PolicyDecision};
+use crate::http::headers::{Field, FieldBuf, HeaderPolicy, PolicyDecision};
 use crate::http::KeyExtractor;
 use crate::limiter::PolicyDecisions;
 
@@ -422,24 +422,26 @@ impl Shared {
         decided: &[PolicyDecision<'_>],
         announced: &[(&HeaderPolicy, &[u8])],
     ) -> Fields {
-        // Every value written into one buffer on the stack, then each
-        // copied into the next piece of this thread's buffer.
+        // Every value written into one buffer on the stack, then copied
+        // into this thread's buffer at once and cut there.
         let mut values = FieldBuf::new();
         let written = self
             .fields
             .write_announcing(&mut values, decided, announced);
         let mut fields = Fields::new();
-        // Read in place: moved out, the list of up to six is copied whole.
-        for (name, value) in &written {
-            if self.shadow && *name == field::RETRY_AFTER {
-                continue;
+        let (Some((_, first)), Some((_, last))) = (written.first(), written.last()) else {
+            return fields;
+        };
+        let lengths = written.iter().map(|(_, value)| value.len());
+        cut_values(&values[first.start..last.end], lengths, |i, value| {
+            let field = written[i].0;
+            if self.shadow && field == Field::RetryAfter {
+                return;
             }
-            if let (Some(name), Ok(value)) =
-                (header_name(name), field_value(&values[value.clone()]))
-            {
-                fields.push((name, value));
+            if let Ok(value) = value {
+                fields.push((header_name(field), value));
             }
-        }
+        });
         fields
     }
 }
@@ -464,9 +466,8 @@ fn slices<K: AsRef<[u8]>>(keys: &[K]) -> SmallVec<[&[u8]; 2]> {
 }
 
 /// The name of a field [`RateLimitFields`](crate::http::RateLimitFields)
-/// writes, without parsing it again on every response: `None` for a name
-/// it does not write.
-fn header_name(name: &str) -> Option<&'static HeaderName> {
+/// writes, without parsing it again on every response.
+fn header_name(field: Field) -> &'static HeaderName {
     // Constants: `from_static` checks its name each time it runs.
     static POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
     static LIMIT: HeaderName = HeaderName::from_static("ratelimit");
@@ -474,15 +475,14 @@ fn header_name(name: &str) -> Option<&'static HeaderName> {
     static LEGACY_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
     static LEGACY_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
     static LEGACY_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
-    Some(match name {
-        field::POLICY => &POLICY,
-        field::LIMIT => &LIMIT,
-        field::RETRY_AFTER => &RETRY_AFTER,
-        field::LEGACY_LIMIT => &LEGACY_LIMIT,
-        field::LEGACY_REMAINING => &LEGACY_REMAINING,
-        field::LEGACY_RESET => &LEGACY_RESET,
-        _ => return None,
-    })
+    match field {
+        Field::Policy => &POLICY,
+        Field::Limit => &LIMIT,
+        Field::RetryAfter => &RETRY_AFTER,
+        Field::LegacyLimit => &LEGACY_LIMIT,
+        Field::LegacyRemaining => &LEGACY_REMAINING,
+        Field::LegacyReset => &LEGACY_RESET,
+    }
 }
 
 /// An empty response with `code`.
@@ -514,20 +514,15 @@ fn failed(error: &Error) -> Response<String> {
 #[cfg(test)]
 mod tests {
     use super::header_name;
-    use crate::http::headers::field;
+    use crate::http::headers::Field;
 
     #[test]
     fn every_field_name_is_known_without_parsing() {
-        for name in [
-            field::POLICY,
-            field::LIMIT,
-            field::RETRY_AFTER,
-            field::LEGACY_LIMIT,
-            field::LEGACY_REMAINING,
-            field::LEGACY_RESET,
-        ] {
-            let known = header_name(name).expect("a field name");
-            assert_eq!(known.as_str(), name.to_ascii_lowercase());
+        for field in Field::ALL {
+            assert_eq!(
+                header_name(field).as_str(),
+                field.name().to_ascii_lowercase()
+            );
         }
     }
 }
