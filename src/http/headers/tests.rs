@@ -338,6 +338,19 @@ proptest! {
         let written = RateLimitFields::new(secret.clone())
             .legacy_headers(legacy)
             .fields(&entries);
+        // The layer copies the values at once and cuts them: they follow
+        // one another from the buffer's start, with nothing between.
+        let mut out = FieldBuf::new();
+        let ranges = RateLimitFields::new(secret.clone())
+            .legacy_headers(legacy)
+            .write_announcing(&mut out, &entries, &[]);
+        let mut end = 0;
+        for (_, range) in &ranges {
+            prop_assert_eq!(range.start, end);
+            end = range.end;
+        }
+        prop_assert_eq!(end, out.len());
+        prop_assert_eq!(ranges.len(), written.len());
         if cases.is_empty() {
             prop_assert!(written.is_empty());
             return Ok(());

@@ -28,7 +28,8 @@ thread_local! {
 /// Header values for the pieces of `bytes`, one after the other, `lengths`
 /// long, each checked as `HeaderValue::from_bytes` checks it and handed
 /// to `each` with its position: copied into this thread's buffer in one
-/// go, then cut, so that every value shares the buffer.
+/// go, then cut, so that every value shares the buffer. `each` runs with
+/// the buffer borrowed: it must not cut values itself.
 pub(super) fn cut_values(
     bytes: &[u8],
     lengths: impl Iterator<Item = usize>,

@@ -432,6 +432,9 @@ impl Shared {
         let (Some((_, first)), Some((_, last))) = (written.first(), written.last()) else {
             return fields;
         };
+        debug_assert!(written
+            .windows(2)
+            .all(|pair| pair[0].1.end == pair[1].1.start));
         let lengths = written.iter().map(|(_, value)| value.len());
         cut_values(&values[first.start..last.end], lengths, |i, value| {
             let field = written[i].0;
