@@ -73,27 +73,10 @@ impl Pipeline {
     }
 
     /// Increments `key` by 1 (created at 1 with lifetime `ttl` seconds if
-    /// missing), alone; returns its value. The command is written in
-    /// place, with no formatting and no allocation: the least a client
-    /// can do for one increment.
+    /// missing), alone: a [`visit`](Self::visit) with no reads. Returns
+    /// its value.
     pub async fn increment(&mut self, key: &[u8], ttl: u32) -> io::Result<u64> {
-        self.out.clear();
-        self.out.extend_from_slice(b"ma ");
-        self.out.extend_from_slice(key);
-        push_increment_flags(&mut self.out, ttl);
-        let mut counter = None;
-        self.exchange(1, |reply| {
-            if let Reply::Value(value) = reply {
-                counter = Some(value);
-            }
-        })
-        .await?;
-        counter.ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                "an increment answered that its key is absent",
-            )
-        })
+        self.visit(key, 0, ttl).await
     }
 
     /// Increments `key` by 1 (created at 1 with lifetime `ttl` seconds if
@@ -105,7 +88,7 @@ impl Pipeline {
         self.out.clear();
         self.out.extend_from_slice(b"ma ");
         self.out.extend_from_slice(key);
-        write!(self.out, " N{ttl} J1 v\r\n")?;
+        push_increment_flags(&mut self.out, ttl);
         for read in 0..reads {
             self.out.extend_from_slice(b"mg ");
             self.out.extend_from_slice(key);
@@ -161,22 +144,10 @@ impl Pipeline {
     }
 }
 
-/// Appends an increment's flags and line end, ` N<ttl> J1 v\r\n`, the
-/// number's digits written by hand.
+/// Appends an increment's flags and line end, ` N<ttl> J1 v\r\n`.
 fn push_increment_flags(out: &mut Vec<u8>, ttl: u32) {
     out.extend_from_slice(b" N");
-    let mut digits = [0u8; 10];
-    let mut start = digits.len();
-    let mut n = ttl;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[start..]);
+    out.extend_from_slice(itoa::Buffer::new().format(ttl).as_bytes());
     out.extend_from_slice(b" J1 v\r\n");
 }
 

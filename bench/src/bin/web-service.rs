@@ -192,12 +192,26 @@ where
     }
 }
 
-async fn memcached(args: &Args) -> Result<Arc<MemcachedStore>, String> {
-    let address = args
-        .memcached
+/// `--memcached`, which clap requires for the variants that need it.
+fn memcached_address(args: &Args) -> Result<&str, String> {
+    args.memcached
         .as_deref()
-        .ok_or("no --memcached <address>")?;
+        .ok_or_else(|| "no --memcached <address>".to_owned())
+}
+
+async fn memcached(args: &Args) -> Result<Arc<MemcachedStore>, String> {
+    let address = memcached_address(args)?;
     Ok(memcache_ratelimit_bench::client::store(address, Duration::from_secs(5)).await)
+}
+
+/// The client's key, read from the request itself, not by axum's
+/// `HeaderMap` extractor, which clones every header: in place, as the
+/// layer reads it. Empty without the header.
+fn api_key(request: &axum::extract::Request) -> &[u8] {
+    request
+        .headers()
+        .get(&API_KEY_NAME)
+        .map_or(&b""[..], |key| key.as_bytes())
 }
 
 async fn app(args: &Args) -> Result<Router, String> {
@@ -297,15 +311,11 @@ async fn app(args: &Args) -> Result<Router, String> {
             .await;
             Router::new().route(
                 "/",
-                // The request itself, not axum's `HeaderMap` extractor, which
-                // clones every header: the key is read as the layer reads it,
-                // in place.
                 get(move |request: axum::extract::Request| async move {
-                    let key = request
-                        .headers()
-                        .get(&API_KEY_NAME)
-                        .map_or(&b""[..], |key| key.as_bytes());
-                    match store.increment(key, 1, INCREMENT_TTL, &[]).await {
+                    match store
+                        .increment(api_key(&request), 1, INCREMENT_TTL, &[])
+                        .await
+                    {
                         Ok(_) => hello().await,
                         Err(_) => "store error\n",
                     }
@@ -324,7 +334,7 @@ async fn app(args: &Args) -> Result<Router, String> {
 /// from a pool (dialling one when none is idle), increments the client's
 /// counter on it and gives it back.
 async fn raw_increment(args: &Args) -> Result<Router, String> {
-    let address = args.memcached.clone().ok_or("no --memcached <address>")?;
+    let address = memcached_address(args)?.to_owned();
     let ttl = INCREMENT_TTL.as_secs() as u32;
     let pool: Arc<Mutex<Vec<socket::Pipeline>>> = Arc::default();
     let mut warm = socket::Pipeline::connect(&address)
@@ -339,10 +349,6 @@ async fn raw_increment(args: &Args) -> Result<Router, String> {
     Ok(Router::new().route(
         "/",
         get(move |request: axum::extract::Request| async move {
-            let key = request
-                .headers()
-                .get(&API_KEY_NAME)
-                .map_or(&b""[..], |key| key.as_bytes());
             let idle = pool.lock().unwrap().pop();
             let mut connection = match idle {
                 Some(connection) => connection,
@@ -351,7 +357,7 @@ async fn raw_increment(args: &Args) -> Result<Router, String> {
                     Err(_) => return "store error\n",
                 },
             };
-            match connection.increment(key, ttl).await {
+            match connection.increment(api_key(&request), ttl).await {
                 Ok(_) => {
                     pool.lock().unwrap().push(connection);
                     hello().await
