@@ -61,6 +61,26 @@ pub trait ImmediateStore: Send + Sync {
     /// empty value is not written and is an error, as
     /// [`Store::put`](crate::store::Store::put) rejects it.
     fn update_now(&self, key: &[u8], step: &mut UpdateStep<'_>) -> Result<(), StoreError>;
+
+    /// Touches what a call at `key` is about to read, changing nothing,
+    /// so that fetching it into the processor's caches overlaps the work
+    /// the caller does before that call rather than stalling the call.
+    /// Only a hint: it returns nothing and may do nothing, as this default
+    /// does. [`MemoryStore`](crate::MemoryStore) looks the item up.
+    ///
+    /// ```
+    /// use memcache_ratelimit::store::{MemoryStore, Store};
+    /// use std::time::Duration;
+    ///
+    /// let store = MemoryStore::new();
+    /// let now = store.immediate().expect("an in-process store answers at once");
+    /// now.warm(b"hits"); // creates nothing
+    /// assert_eq!(now.decrement_now(b"hits", 1)?, None);
+    /// now.warm(b"hits");
+    /// assert_eq!(now.increment_now(b"hits", 1, Duration::from_secs(10), &[])?.value, 1);
+    /// # Ok::<(), memcache_ratelimit::StoreError>(())
+    /// ```
+    fn warm(&self, _key: &[u8]) {}
 }
 
 /// The result of `work` that only calls stores that answer at once, which

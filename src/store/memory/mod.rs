@@ -336,4 +336,24 @@ mod tests {
         store.purge_expired();
         assert!(store.is_empty());
     }
+
+    #[tokio::test]
+    async fn warming_a_key_changes_nothing() {
+        let clock = ManualClock::from_unix_secs(1_000);
+        let store = MemoryStore::with_clock(clock.clone());
+        let now = store.immediate().unwrap();
+        let secs = Duration::from_secs;
+        now.warm(b"missing");
+        assert!(store.is_empty(), "nothing created");
+        store.increment(b"c", 5, secs(1), &[]).await.unwrap();
+        let before = store.get(b"c").await.unwrap().unwrap();
+        now.warm(b"c");
+        let after = store.get(b"c").await.unwrap().unwrap();
+        assert_eq!((after.value, after.version), (before.value, before.version));
+        // Expired and not reclaimed yet: neither revived nor reclaimed.
+        clock.advance(secs(1));
+        now.warm(b"c");
+        assert_eq!(expiries(&store), 1);
+        assert_eq!(store.get(b"c").await.unwrap(), None);
+    }
 }

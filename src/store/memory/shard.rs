@@ -89,6 +89,11 @@ impl Shard {
         self.items.find_mut(key.hash, key.holder())
     }
 
+    /// The item at `key`, live or expired.
+    pub(super) fn held(&self, key: Hashed<'_>) -> Option<&Item> {
+        self.items.find(key.hash, key.holder())
+    }
+
     pub(super) fn live(&self, key: Hashed<'_>, now: i64) -> Option<&Item> {
         self.items
             .find(key.hash, key.holder())
