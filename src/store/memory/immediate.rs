@@ -15,12 +15,13 @@ use crate::store::{
 };
 
 impl ImmediateStore for MemoryStore {
-    /// Finds the item at `key` and reads its first line, where its
-    /// counter is: nothing is reclaimed, written or counted.
+    /// Reads the first line of the item `key` most likely is, where its
+    /// counter is, without comparing keys: nothing is reclaimed, written
+    /// or counted.
     fn warm(&self, key: &[u8]) {
         let hashed = self.hashed(key);
         let shard = self.shard(hashed);
-        if let Some(item) = shard.held(hashed) {
+        if let Some(item) = shard.likely(hashed) {
             // Read for its cache line alone; `black_box` keeps the read.
             std::hint::black_box(item.expires_at);
         }
