@@ -17,8 +17,12 @@ use crate::store::{
 impl ImmediateStore for MemoryStore {
     /// Reads the first line of the item `key` most likely is, where its
     /// counter is, without comparing keys: nothing is reclaimed, written
-    /// or counted.
+    /// or counted. While the items fit in a core's own caches, where the
+    /// lookup would find the line there anyway, it does nothing.
     fn warm(&self, key: &[u8]) {
+        if !self.outgrown() {
+            return;
+        }
         let hashed = self.hashed(key);
         let shard = self.shard(hashed);
         if let Some(item) = shard.likely(hashed) {

@@ -1,6 +1,7 @@
 //! The embedded store: memcached's rules, in process.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -60,6 +61,9 @@ pub struct MemoryStore {
     /// Seeds the hash of keys (shard and map), so that ids chosen by
     /// clients cannot be made to collide.
     hasher: KeyHasher,
+    /// Whether a shard has held [`OUTGROWS_CACHE`](shard::OUTGROWS_CACHE)
+    /// items, so that [`ImmediateStore::warm`] is worth its lookup.
+    outgrown: Arc<AtomicBool>,
 }
 
 impl MemoryStore {
@@ -75,12 +79,14 @@ impl MemoryStore {
     /// A store whose items expire by `clock`.
     pub fn with_clock(clock: impl Clock + 'static) -> Self {
         let hasher = KeyHasher::random();
+        let outgrown = Arc::new(AtomicBool::new(false));
         Self {
             clock: Arc::new(clock),
             shards: (0..SHARDS)
-                .map(|_| Mutex::new(Shard::new(hasher)))
+                .map(|_| Mutex::new(Shard::new(hasher, outgrown.clone())))
                 .collect(),
             hasher,
+            outgrown,
         }
     }
 
@@ -100,6 +106,12 @@ impl MemoryStore {
         for shard in self.shards.iter() {
             lock(shard).reclaim(now);
         }
+    }
+
+    /// Whether the items have outgrown a core's caches: once a shard has
+    /// held [`OUTGROWS_CACHE`](shard::OUTGROWS_CACHE) of them.
+    fn outgrown(&self) -> bool {
+        self.outgrown.load(Ordering::Relaxed)
     }
 
     fn now(&self) -> i64 {
@@ -338,22 +350,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_store_outgrows_the_cache_once_a_shard_holds_512_items() {
+        let store = MemoryStore::new();
+        let ttl = Duration::from_secs(60);
+        let full = SHARDS * (shard::OUTGROWS_CACHE - 1) + 1;
+        for i in 0..full {
+            let key = format!("k{i}");
+            store.increment(key.as_bytes(), 1, ttl, &[]).await.unwrap();
+            if i + 1 < shard::OUTGROWS_CACHE {
+                assert!(
+                    !store.outgrown(),
+                    "no shard can hold 512 of {} items",
+                    i + 1
+                );
+            }
+        }
+        // 16 shards of 511 hold one fewer: some shard holds 512.
+        assert!(store.outgrown());
+        store.delete(&[b"k0".to_vec()]).await.unwrap();
+        assert!(store.outgrown(), "for good");
+    }
+
+    #[tokio::test]
     async fn warming_a_key_changes_nothing() {
-        let clock = ManualClock::from_unix_secs(1_000);
-        let store = MemoryStore::with_clock(clock.clone());
-        let now = store.immediate().unwrap();
-        let secs = Duration::from_secs;
-        now.warm(b"missing");
-        assert!(store.is_empty(), "nothing created");
-        store.increment(b"c", 5, secs(1), &[]).await.unwrap();
-        let before = store.get(b"c").await.unwrap().unwrap();
-        now.warm(b"c");
-        let after = store.get(b"c").await.unwrap().unwrap();
-        assert_eq!((after.value, after.version), (before.value, before.version));
-        // Expired and not reclaimed yet: neither revived nor reclaimed.
-        clock.advance(secs(1));
-        now.warm(b"c");
-        assert_eq!(expiries(&store), 1);
-        assert_eq!(store.get(b"c").await.unwrap(), None);
+        for outgrown in [false, true] {
+            let clock = ManualClock::from_unix_secs(1_000);
+            let store = MemoryStore::with_clock(clock.clone());
+            store.outgrown.store(outgrown, Ordering::Relaxed);
+            let now = store.immediate().unwrap();
+            let secs = Duration::from_secs;
+            now.warm(b"missing");
+            assert!(store.is_empty(), "nothing created");
+            store.increment(b"c", 5, secs(1), &[]).await.unwrap();
+            let before = store.get(b"c").await.unwrap().unwrap();
+            now.warm(b"c");
+            let after = store.get(b"c").await.unwrap().unwrap();
+            assert_eq!((after.value, after.version), (before.value, before.version));
+            // Expired and not reclaimed yet: neither revived nor reclaimed.
+            clock.advance(secs(1));
+            now.warm(b"c");
+            assert_eq!(expiries(&store), 1);
+            assert_eq!(store.get(b"c").await.unwrap(), None);
+        }
     }
 }

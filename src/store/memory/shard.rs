@@ -6,7 +6,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use hashbrown::HashTable;
 
@@ -36,7 +37,17 @@ pub(super) struct Shard {
     /// stale and dropped when it comes up. An item written again with a
     /// later expiry keeps its entry, which is moved on when it comes up.
     pub(super) expiries: BinaryHeap<Reverse<Expiry>>,
+    /// Set, for good, once this shard or another has held
+    /// [`OUTGROWS_CACHE`] items: the store's flag, shared by its shards.
+    outgrown: Arc<AtomicBool>,
 }
+
+/// The items a shard holds when its store's items (128 bytes each, 16
+/// shards) fill 1 MiB, the most a processor core's own caches hold: from
+/// then on, a lookup among many keys misses them, and touching an item
+/// early ([`ImmediateStore::warm`](crate::store::ImmediateStore::warm))
+/// pays for itself.
+pub(super) const OUTGROWS_CACHE: usize = 512;
 
 /// An expiry entry: when, the item's `created`, its key.
 pub(super) type Expiry = (i64, u64, HeldKey);
@@ -69,12 +80,13 @@ pub(super) fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 }
 
 impl Shard {
-    pub(super) fn new(hasher: KeyHasher) -> Self {
+    pub(super) fn new(hasher: KeyHasher, outgrown: Arc<AtomicBool>) -> Self {
         Self {
             items: HashTable::new(),
             hasher,
             versions: 0,
             expiries: BinaryHeap::new(),
+            outgrown,
         }
     }
 
@@ -147,6 +159,9 @@ impl Shard {
         self.items.insert_unique(key.hash, item, |item| {
             item.with_key(|key| hasher.hash_one(key))
         });
+        if self.items.len() == OUTGROWS_CACHE {
+            self.outgrown.store(true, Ordering::Relaxed);
+        }
     }
 
     pub(super) fn reclaim(&mut self, now: i64) {
