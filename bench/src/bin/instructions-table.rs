@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use memcache_ratelimit_bench::algorithm::Case;
@@ -24,6 +25,23 @@ struct Args {
         default_value = "target/gungraun/memcache-ratelimit-bench/instructions/harness/traces"
     )]
     dir: PathBuf,
+    /// Unix seconds when this run began: a summary saved before then is
+    /// an earlier run's, perhaps of other code, and is left out of the
+    /// tables rather than mixed into them.
+    #[arg(long)]
+    since: Option<u64>,
+    /// A run of some of the cases (a filter): the ones it did not run are
+    /// named on stderr, not an error.
+    #[arg(long)]
+    partial: bool,
+}
+
+/// Why a case's figures are not in the tables.
+enum Absent {
+    /// No summary, or not one that can be read.
+    NotRun(String),
+    /// A summary saved before this run began.
+    Earlier(String),
 }
 
 /// The table's columns: the benchmark ids' prefixes, and their headings.
@@ -63,12 +81,23 @@ struct Summary {
 }
 
 impl Summary {
-    fn read(dir: &Path, id: &str) -> Result<Self, String> {
+    fn read(dir: &Path, id: &str, since: Option<SystemTime>) -> Result<Self, Absent> {
         let path = dir.join(format!("decisions.{id}")).join("summary.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|error| format!("{}: {error}", path.display()))?;
+        let not_run = |error: String| Absent::NotRun(format!("{}: {error}", path.display()));
+        if let Some(since) = since {
+            let saved = std::fs::metadata(&path)
+                .and_then(|metadata| metadata.modified())
+                .map_err(|error| not_run(error.to_string()))?;
+            if saved < since {
+                return Err(Absent::Earlier(format!(
+                    "{}: saved before this run began",
+                    path.display()
+                )));
+            }
+        }
+        let text = std::fs::read_to_string(&path).map_err(|error| not_run(error.to_string()))?;
         let mut summary: serde_json::Value =
-            serde_json::from_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
+            serde_json::from_str(&text).map_err(|error| not_run(error.to_string()))?;
         let callgrind = summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"].take();
         Ok(Self { path, callgrind })
     }
@@ -90,15 +119,22 @@ impl Summary {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let since = args
+        .since
+        .map(|secs| UNIX_EPOCH + Duration::from_secs(secs));
     let mut missing = Vec::new();
+    let mut earlier = Vec::new();
     // Per case, per column.
     let summaries: Vec<Vec<Option<Summary>>> = (0..Case::ALL.len())
         .map(|index| {
             COLUMNS
                 .iter()
                 .map(|(prefix, _)| {
-                    Summary::read(&args.dir, &format!("{prefix}_{index}"))
-                        .map_err(|error| missing.push(error))
+                    Summary::read(&args.dir, &format!("{prefix}_{index}"), since)
+                        .map_err(|absent| match absent {
+                            Absent::NotRun(error) => missing.push(error),
+                            Absent::Earlier(error) => earlier.push(error),
+                        })
                         .ok()
                 })
                 .collect()
@@ -132,15 +168,31 @@ fn main() -> ExitCode {
         }
         println!();
     }
-    if missing.is_empty() {
+    // A filtered run leaves most cases out on purpose: counted, not named.
+    if !args.partial {
+        for error in missing.iter().chain(&earlier) {
+            eprintln!("instructions-table: {error}");
+        }
+    }
+    if !earlier.is_empty() {
+        eprintln!(
+            "instructions-table: {} {} from an earlier run left out",
+            earlier.len(),
+            if earlier.len() == 1 {
+                "result"
+            } else {
+                "results"
+            }
+        );
+    }
+    let absent = missing.len() + earlier.len();
+    if absent == 0 {
         return ExitCode::SUCCESS;
     }
-    for error in &missing {
-        eprintln!("instructions-table: {error}");
+    if args.partial {
+        eprintln!("instructions-table: {} results not run", missing.len());
+        return ExitCode::SUCCESS;
     }
-    eprintln!(
-        "instructions-table: {} results missing; run scripts/bench-instructions",
-        missing.len()
-    );
+    eprintln!("instructions-table: {absent} results missing; run scripts/bench-instructions");
     ExitCode::FAILURE
 }
