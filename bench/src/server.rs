@@ -19,6 +19,16 @@ pub struct Placement {
     pub how: String,
 }
 
+/// How a benchmark that runs alone on one CPU is placed, in words: pinned
+/// as [`pin_self_or_reexec`] pins it, unless `no_pin` (its `--no-pin`).
+pub fn place_self(no_pin: bool) -> String {
+    if no_pin {
+        "not pinned (`--no-pin`)".to_owned()
+    } else {
+        pin_self_or_reexec().how
+    }
+}
+
 /// Pins this process to the second allowed CPU by re-executing itself under
 /// `taskset -c`, leaving the first for memcached. Without `taskset` or with
 /// fewer than 2 allowed CPUs, nothing is pinned.

@@ -6,7 +6,7 @@ use clap::Parser;
 use governor::Quota as GovernorQuota;
 use memcache_ratelimit::{Limiter, MemoryStore, RateLimiter};
 use memcache_ratelimit_bench::algorithm::{Case, Setup};
-use memcache_ratelimit_bench::server::{cpu_count, own_cpus, pin_self_or_reexec};
+use memcache_ratelimit_bench::server::{cpu_count, own_cpus, place_self};
 use memcache_ratelimit_bench::{
     first_error_note, median, select_cases, Counts, Mode, Modes, Runs, LOG_QUOTA, MANY_CLIENTS,
     OPEN_PER_MINUTE,
@@ -269,11 +269,7 @@ fn main() {
         args.only.as_deref(),
         |&kind| kind == Kind::Governor,
     );
-    let placement = if args.no_pin {
-        "not pinned (`--no-pin`)".to_owned()
-    } else {
-        pin_self_or_reexec().how
-    };
+    let placement = place_self(args.no_pin);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

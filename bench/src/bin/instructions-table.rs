@@ -38,10 +38,36 @@ struct Args {
 
 /// Why a case's figures are not in the tables.
 enum Absent {
-    /// No summary, or not one that can be read.
+    /// No summary.
     NotRun(String),
     /// A summary saved before this run began.
     Earlier(String),
+    /// A summary that cannot be read, or lacks a count: an error even in
+    /// a filtered run.
+    Broken(String),
+}
+
+/// What kept cases out of the tables, by kind.
+#[derive(Default)]
+struct Absences {
+    not_run: Vec<String>,
+    earlier: Vec<String>,
+    broken: Vec<String>,
+}
+
+impl Absences {
+    fn add(&mut self, absent: Absent) {
+        match absent {
+            Absent::NotRun(error) => self.not_run.push(error),
+            Absent::Earlier(error) => self.earlier.push(error),
+            Absent::Broken(error) => self.broken.push(error),
+        }
+    }
+}
+
+/// `n results`, or `1 result`.
+fn results(n: usize) -> String {
+    format!("{n} result{}", if n == 1 { "" } else { "s" })
 }
 
 /// The table's columns: the benchmark ids' prefixes, and their headings.
@@ -83,22 +109,25 @@ struct Summary {
 impl Summary {
     fn read(dir: &Path, id: &str, since: Option<SystemTime>) -> Result<Self, Absent> {
         let path = dir.join(format!("decisions.{id}")).join("summary.json");
-        let not_run = |error: String| Absent::NotRun(format!("{}: {error}", path.display()));
-        if let Some(since) = since {
-            let saved = std::fs::metadata(&path)
-                .and_then(|metadata| metadata.modified())
-                .map_err(|error| not_run(error.to_string()))?;
-            if saved < since {
-                return Err(Absent::Earlier(format!(
-                    "{}: saved before this run began",
-                    path.display()
-                )));
-            }
+        let named = |error: &dyn std::fmt::Display| format!("{}: {error}", path.display());
+        let io = |error: std::io::Error| match error.kind() {
+            std::io::ErrorKind::NotFound => Absent::NotRun(named(&error)),
+            _ => Absent::Broken(named(&error)),
+        };
+        let saved = std::fs::metadata(&path)
+            .and_then(|metadata| metadata.modified())
+            .map_err(io)?;
+        if since.is_some_and(|since| saved < since) {
+            return Err(Absent::Earlier(named(&"saved before this run began")));
         }
-        let text = std::fs::read_to_string(&path).map_err(|error| not_run(error.to_string()))?;
+        let text = std::fs::read_to_string(&path).map_err(io)?;
         let mut summary: serde_json::Value =
-            serde_json::from_str(&text).map_err(|error| not_run(error.to_string()))?;
-        let callgrind = summary["profiles"][0]["summaries"]["total"]["summary"]["Callgrind"].take();
+            serde_json::from_str(&text).map_err(|error| Absent::Broken(named(&error)))?;
+        // By pointer: indexing a summary of another shape would panic.
+        let callgrind = summary
+            .pointer_mut("/profiles/0/summaries/total/summary/Callgrind")
+            .map(serde_json::Value::take)
+            .unwrap_or_default();
         Ok(Self { path, callgrind })
     }
 
@@ -122,8 +151,7 @@ fn main() -> ExitCode {
     let since = args
         .since
         .map(|secs| UNIX_EPOCH + Duration::from_secs(secs));
-    let mut missing = Vec::new();
-    let mut earlier = Vec::new();
+    let mut absences = Absences::default();
     // Per case, per column.
     let summaries: Vec<Vec<Option<Summary>>> = (0..Case::ALL.len())
         .map(|index| {
@@ -131,10 +159,7 @@ fn main() -> ExitCode {
                 .iter()
                 .map(|(prefix, _)| {
                     Summary::read(&args.dir, &format!("{prefix}_{index}"), since)
-                        .map_err(|absent| match absent {
-                            Absent::NotRun(error) => missing.push(error),
-                            Absent::Earlier(error) => earlier.push(error),
-                        })
+                        .map_err(|absent| absences.add(absent))
                         .ok()
                 })
                 .collect()
@@ -157,7 +182,7 @@ fn main() -> ExitCode {
                             format!("{:.*}", table.decimals, total as f64 / TRACE as f64)
                         }
                         Some(Err(error)) => {
-                            missing.push(error);
+                            absences.add(Absent::Broken(error));
                             "–".to_owned()
                         }
                         None => "–".to_owned(),
@@ -168,31 +193,41 @@ fn main() -> ExitCode {
         }
         println!();
     }
+    let Absences {
+        not_run,
+        earlier,
+        broken,
+    } = absences;
     // A filtered run leaves most cases out on purpose: counted, not named.
+    // A broken summary is named, and an error, either way.
     if !args.partial {
-        for error in missing.iter().chain(&earlier) {
+        for error in not_run.iter().chain(&earlier) {
             eprintln!("instructions-table: {error}");
         }
     }
+    for error in &broken {
+        eprintln!("instructions-table: {error}");
+    }
     if !earlier.is_empty() {
         eprintln!(
-            "instructions-table: {} {} from an earlier run left out",
-            earlier.len(),
-            if earlier.len() == 1 {
-                "result"
-            } else {
-                "results"
-            }
+            "instructions-table: {} from an earlier run left out",
+            results(earlier.len())
         );
     }
-    let absent = missing.len() + earlier.len();
-    if absent == 0 {
+    if args.partial && !not_run.is_empty() {
+        eprintln!("instructions-table: {} not run", results(not_run.len()));
+    }
+    let failed = if args.partial {
+        broken.len()
+    } else {
+        not_run.len() + earlier.len() + broken.len()
+    };
+    if failed == 0 {
         return ExitCode::SUCCESS;
     }
-    if args.partial {
-        eprintln!("instructions-table: {} results not run", missing.len());
-        return ExitCode::SUCCESS;
-    }
-    eprintln!("instructions-table: {absent} results missing; run scripts/bench-instructions");
+    eprintln!(
+        "instructions-table: {} missing; run scripts/bench-instructions",
+        results(failed)
+    );
     ExitCode::FAILURE
 }

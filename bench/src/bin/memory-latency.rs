@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use memcache_ratelimit_bench::median;
-use memcache_ratelimit_bench::server::pin_self_or_reexec;
+use memcache_ratelimit_bench::server::place_self;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -80,11 +80,7 @@ fn chase(table: &[Entry], loads: u64) -> f64 {
 
 fn main() {
     let args = Args::parse();
-    let placement = if args.no_pin {
-        "not pinned (`--no-pin`)".to_owned()
-    } else {
-        pin_self_or_reexec().how
-    };
+    let placement = place_self(args.no_pin);
     println!("# Dependent loads by table size\n");
     println!("- placement: {placement}");
     println!(
@@ -105,7 +101,7 @@ fn main() {
         let shown: Vec<String> = runs.iter().map(|ns| format!("{ns:.1}")).collect();
         println!(
             "| {kib} KiB | {len} | {:.1} | {} |",
-            median(runs.clone()),
+            median(runs),
             shown.join(", ")
         );
     }

@@ -53,10 +53,7 @@ struct Spilled {
 impl Rest {
     fn new(tail: &[u8], value: &[u8]) -> Self {
         if tail.len() + value.len() > REST {
-            return Self::Spilled(Box::new(Spilled {
-                tail: tail.into(),
-                value: value.to_vec(),
-            }));
+            return Self::spilled(tail.into(), value);
         }
         let mut buf = [0; REST];
         buf[..tail.len()].copy_from_slice(tail);
@@ -67,6 +64,13 @@ impl Rest {
             value: value.len() as u8,
             buf,
         }
+    }
+
+    fn spilled(tail: Box<[u8]>, value: &[u8]) -> Self {
+        Self::Spilled(Box::new(Spilled {
+            tail,
+            value: value.to_vec(),
+        }))
     }
 
     fn tail(&self) -> &[u8] {
@@ -94,13 +98,7 @@ impl Rest {
                 // At most `REST`.
                 *value = new.len() as u8;
             }
-            Self::Inline { .. } => {
-                let tail = self.tail().into();
-                *self = Self::Spilled(Box::new(Spilled {
-                    tail,
-                    value: new.to_vec(),
-                }));
-            }
+            Self::Inline { .. } => *self = Self::spilled(self.tail().into(), new),
             Self::Spilled(spilled) => {
                 if spilled.value.capacity() <= 2 * new.len() + 64 {
                     spilled.value.clear();
