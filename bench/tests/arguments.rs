@@ -70,6 +70,11 @@ fn the_other_programs_refuse_them_too() {
     );
     let protocols = env!("CARGO_BIN_EXE_protocols");
     refused(protocols, &["--in-flight", "0"], "at least 1");
+    let memory = env!("CARGO_BIN_EXE_memory-latency");
+    refused(memory, &["--kib", "0"], "not in 1..=4194304");
+    refused(memory, &["--kib", "64,big"], "invalid value");
+    refused(memory, &["--runs", "0"], "not in 1..=100");
+    refused(memory, &["--loads", "0"], "not in 1..=1000000000");
     let soak = env!("CARGO_BIN_EXE_soak");
     refused(soak, &["--seconds", "0"], "invalid value");
     refused(soak, &["--clients", "0"], "invalid value");
