@@ -173,7 +173,12 @@ impl Policies {
             let outcome = policy.limiter.check_at(key, cost, at).await;
             let denied = is_denial(&outcome);
             if denied {
-                self.give_back(&mut decided, keys, cost, at).await;
+                // Boxed: a denial's refunds are rare, and held inline
+                // they would make every request's future larger, by what
+                // they and the outcome kept across them take. A layer's
+                // future on memcached was 1,144 bytes, past the 1,032
+                // that the allocator's per-thread cache serves.
+                Box::pin(self.give_back(&mut decided, keys, cost, at)).await;
             }
             decided.push(outcome?);
             if denied {
