@@ -233,6 +233,15 @@ impl<L: Limiter> Limiter for DenyCache<L> {
         Ok(decision)
     }
 
+    async fn check_at_nanos(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
+        if let Some(decision) = self.hit(key, cost, now) {
+            return Ok(decision);
+        }
+        let decision = self.inner.check_at_nanos(key, cost, now).await?;
+        self.learn(key, cost, now, decision);
+        Ok(decision)
+    }
+
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {
         if let Some(decision) = self.hit(key, cost, now) {
             return Some(Ok(decision));

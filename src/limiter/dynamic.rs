@@ -219,6 +219,10 @@ impl Limiter for DynamicLimiter {
         self.limiter_for(key)?.check_at(key, cost, at).await
     }
 
+    async fn check_at_nanos(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
+        self.limiter_for(key)?.check_at_nanos(key, cost, now).await
+    }
+
     async fn check(&self, key: &[u8]) -> Result<Decision, Error> {
         self.limiter_for(key)?.check(key).await
     }

@@ -378,7 +378,8 @@ impl RateLimiter {
         }
     }
 
-    /// A decision at `at` (the clock's time when first polled, if `None`),
+    /// A decision at `at` (the clock's time when first polled, for
+    /// [`When::Now`]),
     /// boxed as a [`Limiter`]'s deciding methods return it, each algorithm
     /// in a box of its own size rather than the size of
     /// [`Engine::check`]'s future, which is the largest algorithm's. Every
@@ -388,17 +389,13 @@ impl RateLimiter {
     /// instructions more (callgrind); a unit test holds them there. A
     /// store that answers at once decides within the first poll, as the
     /// engine's future does.
-    fn boxed_check<'a>(
-        &'a self,
-        key: &'a [u8],
-        cost: u64,
-        at: Option<DateTime<Utc>>,
-    ) -> contract::Decided<'a> {
+    fn boxed_check<'a>(&'a self, key: &'a [u8], cost: u64, at: When) -> contract::Decided<'a> {
         // Takes the limiter rather than holding it: 8 bytes less in a box
         // that must stay within 1,032.
         let now = move |limiter: &Self| match at {
-            Some(at) => unix_nanos(at),
-            None => limiter.now(),
+            When::Now => limiter.now(),
+            When::At(at) => unix_nanos(at),
+            When::Nanos(now) => Ok(now),
         };
         macro_rules! boxed {
             ($engine:expr) => {
@@ -522,6 +519,17 @@ fn decided(decision: &Decision) {
 /// `clock`'s time in unix nanoseconds, read without building a
 /// `DateTime` where the clock can ([`Clock::unix_nanos`]), or the error
 /// for a clock that reads a time beyond what they can hold.
+/// When a boxed decision is taken.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum When {
+    /// The clock's time when the decision is first polled.
+    Now,
+    /// This time.
+    At(DateTime<Utc>),
+    /// This time, in nanoseconds since the unix epoch.
+    Nanos(i64),
+}
+
 pub(crate) fn clock_nanos(clock: &dyn Clock) -> Result<i64, Error> {
     match clock.unix_nanos() {
         Some(now) => Ok(now),

@@ -167,10 +167,10 @@ impl Policies {
     /// One key is needed per policy, else [`Error::Config`].
     pub async fn check_n(&self, keys: &[&[u8]], cost: u64) -> Result<PolicyDecisions, Error> {
         self.check_keys(keys)?;
-        let at = self.policies[0].limiter.clock().now();
+        let now = clock_nanos(self.policies[0].limiter.clock())?;
         let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {
-            let outcome = policy.limiter.check_at(key, cost, at).await;
+            let outcome = policy.limiter.check_at_nanos(key, cost, now).await;
             let denied = is_denial(&outcome);
             if denied {
                 // Boxed: a denial's refunds are rare, and held inline
@@ -178,6 +178,7 @@ impl Policies {
                 // they and the outcome kept across them take. A layer's
                 // future on memcached was 1,144 bytes, past the 1,032
                 // that the allocator's per-thread cache serves.
+                let at = chrono::DateTime::from_timestamp_nanos(now);
                 Box::pin(self.give_back(&mut decided, keys, cost, at)).await;
             }
             decided.push(outcome?);
