@@ -5,6 +5,7 @@
 mod announce;
 mod denial;
 mod field_values;
+mod owned_keys;
 mod rollout;
 mod service;
 

@@ -17,6 +17,7 @@ use tower_service::Service;
 
 use super::denial::Denial;
 use super::field_values::cut_values;
+use super::owned_keys::OwnedKeys;
 use super::{Member, MissingKey, Shared};
 use crate::error::Error;
 use crate::http::headers::{Field, FieldBuf, HeaderPolicy, PolicyDecision};
@@ -97,7 +98,7 @@ where
                 let clone = self.inner.clone();
                 let mut inner = std::mem::replace(&mut self.inner, clone);
                 ResponseFuture::waiting(Box::pin(async move {
-                    let slices = slices(&keys);
+                    let slices = keys.slices();
                     let decided = shared.policies.check_n(&slices, cost).await;
                     let fields = match shared.settle(decided.as_ref(), &slices) {
                         Settled::Serve(fields) => fields,
@@ -120,10 +121,7 @@ enum Next {
     /// Answer at once with this response.
     Answer(Response<String>),
     /// Wait for the store to decide for these keys, one per policy.
-    Wait {
-        keys: SmallVec<[Vec<u8>; 2]>,
-        cost: u64,
-    },
+    Wait { keys: OwnedKeys, cost: u64 },
 }
 
 pin_project! {
@@ -269,12 +267,8 @@ impl Shared {
         let cost = self.cost.as_ref().map_or(1, |cost| cost(parts));
         let slices = slices(&keys);
         let Some(decided) = self.policies.check_now(&slices, cost) else {
-            drop(slices);
-            let mut owned = SmallVec::new();
-            for key in keys {
-                owned.push(key.into_owned());
-            }
-            return Next::Wait { keys: owned, cost };
+            let keys = OwnedKeys::new(&slices);
+            return Next::Wait { keys, cost };
         };
         match self.settle(decided.as_ref(), &slices) {
             Settled::Serve(fields) => Next::Serve(fields),
