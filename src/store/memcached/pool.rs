@@ -142,6 +142,13 @@ impl Pools {
         None
     }
 
+    /// Whether a slot of `server` is free now, so that no caller waits
+    /// for one: a holder may then keep its slot for its next exchange
+    /// without making anyone wait longer.
+    pub(super) fn has_free_slot(&self, server: usize) -> bool {
+        self.servers[server].slots.available_permits() > 0
+    }
+
     /// Puts a connection whose exchange ended cleanly back on the idle
     /// stack (or closes it, past `max_idle`), and frees its slot.
     pub(super) fn give_back(&self, server: usize, connection: Connection, slot: Slot) {
@@ -158,6 +165,20 @@ impl Pools {
 }
 
 impl Checkout {
+    /// A connection to `server` and its slot, together again.
+    pub(super) fn from_parts(server: usize, connection: Connection, slot: Slot) -> Self {
+        Self {
+            server,
+            connection,
+            slot,
+        }
+    }
+
+    /// Whether its connection can be used again ([`Connection::is_reusable`]).
+    pub(super) fn is_reusable(&self) -> bool {
+        self.connection.is_reusable()
+    }
+
     /// The server it is a connection to.
     pub(super) fn server(&self) -> usize {
         self.server

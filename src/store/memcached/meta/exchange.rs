@@ -34,14 +34,15 @@ pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
 /// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
 /// connection from `pools`, within the limit of `bound`, into `answers`,
 /// one list per request, each empty with room for its operations
-/// ([`room_for`]).
+/// ([`room_for`]). Ends with the checkout when every reply was read, for
+/// the caller to use again or give back.
 pub(crate) fn exchange<'a, R: AsRef<Request>>(
     pools: &'a Pools,
     checkout: Checkout,
     requests: &'a [R],
     answers: &'a mut [Answers],
     bound: &'a TimerQueue,
-) -> impl Future<Output = ()> + 'a {
+) -> impl Future<Output = Option<Checkout>> + 'a {
     debug_assert_eq!(requests.len(), answers.len());
     // Taken apart before the future, which then holds the parts alone.
     let server = checkout.server();
@@ -58,13 +59,14 @@ pub(crate) fn exchange<'a, R: AsRef<Request>>(
                 ),
             )))
         });
-        finish(pools, server, connection, slot, requests, answers, stop);
+        finish(pools, server, connection, slot, requests, answers, stop)
+            .map(|(connection, slot)| Checkout::from_parts(server, connection, slot))
     }
 }
 
 /// Ends an exchange that stopped at `stop` (`None`: every reply read):
-/// its connection back to the pool, or every operation not answered
-/// given why.
+/// its connection and slot to use again, or every operation not answered
+/// given why (and the connection closed).
 fn finish<R: AsRef<Request>>(
     pools: &Pools,
     server: usize,
@@ -73,9 +75,9 @@ fn finish<R: AsRef<Request>>(
     requests: &[R],
     answers: &mut [Answers],
     stop: Option<Failure>,
-) {
+) -> Option<(Connection, Slot)> {
     match stop {
-        None => pools.give_back(server, connection, slot),
+        None => Some((connection, slot)),
         Some(stop) => {
             let address = pools.address(server);
             let wrote = connection.wrote();
@@ -84,6 +86,7 @@ fn finish<R: AsRef<Request>>(
                     answers.push(Err(unanswered(&stop, verb, wrote, address)));
                 }
             }
+            None
         }
     }
 }
@@ -131,7 +134,7 @@ fn one_exchange(
         let requests = std::slice::from_ref(&request);
         let address = pools.address(server);
         let stop = send_and_read(&mut connection, requests, &mut answers, address).await;
-        finish(
+        let done = finish(
             &pools,
             server,
             connection,
@@ -140,6 +143,9 @@ fn one_exchange(
             &mut answers,
             stop,
         );
+        if let Some((connection, slot)) = done {
+            pools.give_back(server, connection, slot);
+        }
         drop(held);
         let [answers] = answers;
         answers

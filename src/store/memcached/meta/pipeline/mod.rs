@@ -64,7 +64,7 @@ use self::stats::Stats;
 use super::exchange::{exchange, exchange_one, room_for, Answers};
 use super::request::Request;
 use crate::error::{StoreError, StoreErrorKind};
-use crate::store::memcached::pool::Pools;
+use crate::store::memcached::pool::{Checkout, Pools};
 use crate::timer::TimerQueue;
 
 /// The most operations one batch carries by default (a bigger job goes out
@@ -256,16 +256,24 @@ impl Inner {
 
     /// One batch on a connection to `lane`'s server, its answers into
     /// `answers` (empty), each job's list moved there; the error means
-    /// nothing was sent.
+    /// nothing was sent. `kept`: the connection of the task's batch before
+    /// (checked to be reusable, as one from the idle stack is), and the
+    /// batch's own once every reply was read.
     async fn exchange(
         &self,
         lane: usize,
         jobs: &mut [Job],
         answers: &mut Vec<Answers>,
+        kept: &mut Option<Checkout>,
     ) -> Result<(), StoreError> {
-        let checkout = self.pools.checkout(lane).await?;
+        // One that cannot be used again is dropped before another is
+        // taken, so that its slot is free for it.
+        let checkout = match kept.take().filter(Checkout::is_reusable) {
+            Some(checkout) => checkout,
+            None => self.pools.checkout(lane).await?,
+        };
         answers.extend(jobs.iter_mut().map(|job| std::mem::take(&mut job.answers)));
-        exchange(&self.pools, checkout, jobs, answers, &self.bound).await;
+        *kept = exchange(&self.pools, checkout, jobs, answers, &self.bound).await;
         Ok(())
     }
 
@@ -274,7 +282,13 @@ impl Inner {
     /// batch: a list of a whole batch's answers is allocated once per
     /// task, not once per batch (at 128 jobs a batch, 3 KiB, past the
     /// allocator's per-thread cache).
-    async fn run_jobs(&self, lane: usize, jobs: &mut Vec<Job>, answers: &mut Vec<Answers>) {
+    async fn run_jobs(
+        &self,
+        lane: usize,
+        jobs: &mut Vec<Job>,
+        answers: &mut Vec<Answers>,
+        kept: &mut Option<Checkout>,
+    ) {
         let before = jobs.len();
         jobs.retain(|job| !job.reply.is_closed());
         let abandoned = before - jobs.len();
@@ -288,7 +302,7 @@ impl Inner {
         self.stats.batch(jobs.len(), ops);
         // Sent, it runs to its end even if every caller has gone, so its
         // connection is not dropped with replies owed.
-        match self.exchange(lane, jobs, answers).await {
+        match self.exchange(lane, jobs, answers, kept).await {
             Ok(()) => {
                 for (job, answers) in jobs.drain(..).zip(answers.drain(..)) {
                     let _ = job.reply.send(Ok(answers));
@@ -301,6 +315,18 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// Moves the next batch into `batch` (empty) if jobs wait, keeping
+    /// the finished batch's slot for it (`true`); `false`, changing
+    /// nothing, if none wait.
+    fn next_queued(&self, lane: usize, batch: &mut Vec<Job>) -> bool {
+        let mut state = self.lane(lane);
+        if state.queue.is_empty() {
+            return false;
+        }
+        state.take_batch(self.max_ops, batch);
+        true
     }
 
     /// Gives a finished batch's slot back, or hands it to the queue:
