@@ -14,7 +14,7 @@ mod patience;
 mod queue;
 mod timeout;
 
-#[cfg_attr(not(feature = "memcached"), allow(unused_imports))]
-pub(crate) use self::patience::waits_at_most;
 pub(crate) use self::queue::TimerQueue;
+#[cfg_attr(not(feature = "memcached"), allow(unused_imports))]
+pub(crate) use self::timeout::timeout_in_unless_bounded;
 pub(crate) use self::timeout::{timeout, timeout_in, Left, Timeout};

@@ -47,7 +47,6 @@ impl Drop for Patience {
 
 /// Whether the caller polling now gives up within `limit`: a bound of at
 /// most `limit` is in force.
-#[cfg_attr(not(feature = "memcached"), allow(dead_code))]
 pub(crate) fn waits_at_most(limit: Duration) -> bool {
     LIMIT.get().is_some_and(|declared| declared <= limit)
 }

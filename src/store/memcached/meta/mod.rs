@@ -36,7 +36,7 @@ use crate::store::{
     check_key, check_keys, check_value, either_written, parse_counter, read_beside_increment,
     Counters, PutCondition, PutOutcome, Versioned,
 };
-use crate::timer::{timeout_in, waits_at_most, TimerQueue};
+use crate::timer::{timeout_in, timeout_in_unless_bounded, TimerQueue};
 
 /// No keys besides the first, for [`MetaStore::exchange`].
 const NO_KEYS: &[&[u8]] = &[];
@@ -123,7 +123,8 @@ impl MetaStore {
         let expected = request.len();
         let writes = request.writes();
         let lane = self.lane(first, rest);
-        let exchange = async {
+        // A caller that gives up sooner needs no timer here (`patience`).
+        let answers = timeout_in_unless_bounded(&self.io_deadlines, async {
             match (&self.pipeline, lane) {
                 (Some(pipeline), Some(lane)) => pipeline.run(lane, request, writes).await,
                 (None, Some(server)) => self.direct(server, request).await,
@@ -131,15 +132,9 @@ impl MetaStore {
                 // every call's future does not carry it.
                 (_, None) => Ok(Box::pin(self.spread(first, rest, request)).await),
             }
-        };
-        // A caller that gives up sooner needs no timer here (`patience`).
-        let answers = if waits_at_most(self.io_deadlines.limit()) {
-            exchange.await?
-        } else {
-            timeout_in(&self.io_deadlines, exchange)
-                .await
-                .ok_or_else(|| self.timed_out(lane, writes))??
-        };
+        })
+        .await
+        .ok_or_else(|| self.timed_out(lane, writes))??;
         if answers.len() != expected {
             let error = StoreError::new(
                 StoreErrorKind::Protocol,
