@@ -48,12 +48,12 @@ impl Slot {
     ///
     /// A batch that finds jobs queued behind it hands its connection
     /// straight to the next one (still probed, as one from the idle stack
-    /// is), while no other caller waits for a connection slot: giving it
-    /// back and taking it again (the idle stack's lock twice, the slot's
-    /// semaphore twice) for every batch of two jobs or so took the web
-    /// service's `MemcachedStore::increment` from 8,702 instructions a
-    /// request over the bare service to 9,029 (1 key; 8,730 to 8,878 on
-    /// 100,000 keys; callgrind, `bench/web/run.py`, 16 connections).
+    /// is), while no other caller waits for a connection slot. Giving it
+    /// back and taking it again for every batch (two jobs or so under the
+    /// web service's 16 connections) took the idle stack's lock twice and
+    /// the slot's semaphore twice: some 100 instructions a request more in
+    /// those functions, net of this (callgrind, `bench/web/run.py`, the
+    /// `MemcachedStore::increment` cases).
     pub(super) async fn drive(mut self) {
         self.started = true;
         let mut answers = Vec::new();
