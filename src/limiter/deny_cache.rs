@@ -184,6 +184,26 @@ impl<L: Limiter> DenyCache<L> {
         Some(decision)
     }
 
+    /// A decision of `key` for `cost` at `now`: the remembered denial, or
+    /// the inner limiter's, asked by `ask` only on a miss and learned from.
+    async fn decide<F>(
+        &self,
+        key: &[u8],
+        cost: u64,
+        now: i64,
+        ask: impl FnOnce() -> F,
+    ) -> Result<Decision, Error>
+    where
+        F: std::future::Future<Output = Result<Decision, Error>>,
+    {
+        if let Some(decision) = self.hit(key, cost, now) {
+            return Ok(decision);
+        }
+        let decision = ask().await?;
+        self.learn(key, cost, now, decision);
+        Ok(decision)
+    }
+
     /// Remembers the inner limiter's `decision` of `key` at `now` if it
     /// denied; otherwise forgets any denial remembered: the client just
     /// spent quota (a cheaper request got in), so a remembered denial
@@ -225,21 +245,13 @@ impl<L: Limiter> Limiter for DenyCache<L> {
 
     async fn check_at(&self, key: &[u8], cost: u64, at: DateTime<Utc>) -> Result<Decision, Error> {
         let now = unix_nanos(at)?;
-        if let Some(decision) = self.hit(key, cost, now) {
-            return Ok(decision);
-        }
-        let decision = self.inner.check_at(key, cost, at).await?;
-        self.learn(key, cost, now, decision);
-        Ok(decision)
+        self.decide(key, cost, now, || self.inner.check_at(key, cost, at))
+            .await
     }
 
     async fn check_at_nanos(&self, key: &[u8], cost: u64, now: i64) -> Result<Decision, Error> {
-        if let Some(decision) = self.hit(key, cost, now) {
-            return Ok(decision);
-        }
-        let decision = self.inner.check_at_nanos(key, cost, now).await?;
-        self.learn(key, cost, now, decision);
-        Ok(decision)
+        self.decide(key, cost, now, || self.inner.check_at_nanos(key, cost, now))
+            .await
     }
 
     fn check_now_nanos(&self, key: &[u8], cost: u64, now: i64) -> Option<Result<Decision, Error>> {

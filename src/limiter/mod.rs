@@ -516,9 +516,6 @@ fn decided(decision: &Decision) {
     );
 }
 
-/// `clock`'s time in unix nanoseconds, read without building a
-/// `DateTime` where the clock can ([`Clock::unix_nanos`]), or the error
-/// for a clock that reads a time beyond what they can hold.
 /// When a boxed decision is taken.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum When {
@@ -530,6 +527,9 @@ pub(crate) enum When {
     Nanos(i64),
 }
 
+/// `clock`'s time in unix nanoseconds, read without building a
+/// `DateTime` where the clock can ([`Clock::unix_nanos`]), or the error
+/// for a clock that reads a time beyond what they can hold.
 pub(crate) fn clock_nanos(clock: &dyn Clock) -> Result<i64, Error> {
     match clock.unix_nanos() {
         Some(now) => Ok(now),

@@ -167,7 +167,7 @@ impl Policies {
     /// One key is needed per policy, else [`Error::Config`].
     pub async fn check_n(&self, keys: &[&[u8]], cost: u64) -> Result<PolicyDecisions, Error> {
         self.check_keys(keys)?;
-        let now = clock_nanos(self.policies[0].limiter.clock())?;
+        let now = self.now()?;
         let mut decided: Decided = SmallVec::with_capacity(keys.len());
         for (policy, key) in self.policies.iter().zip(keys) {
             let outcome = policy.limiter.check_at_nanos(key, cost, now).await;
@@ -217,7 +217,7 @@ impl Policies {
         if self.waits.load(Ordering::Relaxed) {
             return None;
         }
-        let now = match clock_nanos(self.policies[0].limiter.clock()) {
+        let now = match self.now() {
             Ok(now) => now,
             Err(error) => return Some(Err(error)),
         };
@@ -241,6 +241,12 @@ impl Policies {
             }
         }
         Some(Ok(self.decisions(decided)))
+    }
+
+    /// The first policy's clock, in unix nanoseconds: every policy of a
+    /// request decides at that one time.
+    fn now(&self) -> Result<i64, Error> {
+        clock_nanos(self.policies[0].limiter.clock())
     }
 
     /// One key per policy, else [`Error::Config`].

@@ -171,13 +171,11 @@ fn short_value_length(line: &[u8], verb: Verb) -> Option<usize> {
         return None;
     }
     let digits = line.strip_prefix(b"VA ")?;
-    if digits.is_empty() || digits.len() > 4 {
+    if digits.len() > 4 {
         return None;
     }
-    digits.iter().try_fold(0, |length: usize, &byte| {
-        let digit = byte.wrapping_sub(b'0');
-        (digit <= 9).then(|| length * 10 + usize::from(digit))
-    })
+    // Four digits or fewer: `decimal`'s digit-by-digit path.
+    decimal(digits).map(|length| length as usize)
 }
 
 fn broken(line: &[u8], what: &str) -> Failure {
