@@ -20,7 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::reply::{read, Failure, Reply};
+use super::reply::{read, Failure};
 use super::request::{Request, Verb};
 use crate::error::{StoreError, StoreErrorKind};
 use crate::store::memcached::connection::Connection;
@@ -28,8 +28,7 @@ use crate::store::memcached::detach::{detached, Detached};
 use crate::store::memcached::pool::{Checkout, Pools, Slot};
 use crate::timer::{timeout_in, TimerQueue};
 
-/// One request's answers: one per operation, in order.
-pub(crate) type Answers = Vec<Result<Reply, StoreError>>;
+pub(crate) use super::answers::Answers;
 
 /// Runs `requests` (requests, or jobs that carry one) on `checkout`, a
 /// connection from `pools`, within the limit of `bound`, into `answers`,
@@ -93,7 +92,7 @@ fn finish<R: AsRef<Request>>(
 
 /// Empty answers with room for those of `request`.
 pub(crate) fn room_for<R: AsRef<Request>>(request: &R) -> Answers {
-    Vec::with_capacity(request.as_ref().len())
+    Answers::with_capacity(request.as_ref().len())
 }
 
 /// One request's exchange, run [`detached`]: bounded by its caller

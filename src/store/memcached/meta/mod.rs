@@ -11,8 +11,10 @@
 //! the instructions of a decision of the RESP server on memcached
 //! (measured with callgrind; BENCHMARKS.md, section 6).
 
+mod answers;
 pub(super) mod exchange;
 pub(super) mod pipeline;
+mod recycled;
 pub(super) mod reply;
 pub(super) mod request;
 

@@ -9,6 +9,7 @@
 //! every operation gets exactly one reply, in order, and a reply of the
 //! wrong kind for its operation stops the exchange.
 
+use super::recycled;
 use crate::store::PutCondition;
 
 /// The most bytes an operation's line takes besides its key (and its
@@ -82,6 +83,13 @@ impl Operations {
     }
 }
 
+/// Its bytes go back to this thread's kept buffers, for the next request.
+impl Drop for Request {
+    fn drop(&mut self) {
+        recycled::keep_bytes(std::mem::take(&mut self.bytes));
+    }
+}
+
 /// A request, or what carries one (a pipelined job): what an exchange
 /// sends.
 impl AsRef<Request> for Request {
@@ -96,7 +104,7 @@ impl Request {
     /// that building it allocates once.
     pub(crate) fn with_capacity(operations: usize, key_bytes: usize, value_bytes: usize) -> Self {
         Self {
-            bytes: Vec::with_capacity(key_bytes + value_bytes + operations * LINE),
+            bytes: recycled::bytes(key_bytes + value_bytes + operations * LINE),
             operations: Operations::with_capacity(operations),
         }
     }
