@@ -510,6 +510,156 @@ fn calls_queued_behind_a_runtime_that_shuts_down_fail_instead_of_hanging() {
     assert_eq!(again.value, 1);
 }
 
+/// Bursts of calls, each more than the batch slots take, with quiet
+/// moments between them: the tasks that send the queued calls wait for
+/// the next burst rather than end, so a lane never starts more of them
+/// than its depth, however many bursts come, and every call is still
+/// counted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bursts_reuse_the_lanes_sending_tasks_instead_of_starting_new_ones() {
+    let server = Memcached::start();
+    let depth = 2;
+    let store = pipelined(&server, depth).await;
+    let client = unique_client("bursts");
+    let counter = key(&client, "1");
+    let (bursts, calls) = (40, 24);
+    for _ in 0..bursts {
+        let burst: Vec<_> = (0..calls)
+            .map(|_| {
+                let (store, counter) = (store.clone(), counter.clone());
+                tokio::spawn(async move { store.increment(&counter, 1, MINUTE, &[]).await })
+            })
+            .collect();
+        for call in burst {
+            call.await.unwrap().unwrap();
+        }
+        // Quiet: every sending task finds the queue empty and waits.
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let stats = store.pipeline_stats();
+    eprintln!("{stats:?}");
+    assert!(
+        stats.jobs > stats.batches,
+        "no burst ever queued, so nothing was tested: {stats:?}"
+    );
+    assert!(
+        stats.drivers >= 1 && stats.drivers <= depth as u64,
+        "{} sending tasks started for a depth of {depth}: {stats:?}",
+        stats.drivers
+    );
+    let total = store.increment(&counter, 0, MINUTE, &[]).await.unwrap();
+    assert_eq!(total.value, bursts * calls);
+}
+
+/// A burst of `calls` increments of `counter` at once, on the current
+/// runtime; every result.
+async fn burst(store: &MemcachedStore, counter: &[u8], calls: usize) -> Vec<Result<u64, String>> {
+    let calls: Vec<_> = (0..calls)
+        .map(|_| {
+            let (store, counter) = (store.clone(), counter.to_vec());
+            tokio::spawn(async move {
+                let counted = store.increment(&counter, 1, MINUTE, &[]).await;
+                counted
+                    .map(|counters| counters.value)
+                    .map_err(|error| error.to_string())
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for call in calls {
+        results.push(call.await.unwrap());
+    }
+    results
+}
+
+/// The tasks that wait for queued calls end with the store: dropped, it
+/// leaves no task behind on the runtime.
+#[test]
+fn a_dropped_store_leaves_no_waiting_task_behind() {
+    let server = Memcached::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // Short timeouts: the timer a batch's deadlines share sleeps until
+        // the last one armed (the I/O and drain timeouts) before it ends
+        // with the store.
+        let store = MemcachedStore::builder()
+            .server(server.address())
+            .io_timeout(Duration::from_millis(200))
+            .drain_timeout(Duration::from_millis(200))
+            .pipeline_depth(2)
+            .build()
+            .await
+            .unwrap();
+        let counter = key(&unique_client("dropped"), "1");
+        for _ in 0..5 {
+            assert!(burst(&store, &counter, 24).await.iter().all(Result::is_ok));
+        }
+        let metrics = tokio::runtime::Handle::current().metrics();
+        let drivers = store.pipeline_stats().drivers;
+        assert!(drivers > 0, "no burst queued, so nothing was tested");
+        assert!(
+            metrics.num_alive_tasks() > 0,
+            "the drivers wait on the runtime"
+        );
+        drop(store);
+        let started = Instant::now();
+        while metrics.num_alive_tasks() > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{} tasks outlived the store",
+                metrics.num_alive_tasks()
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+}
+
+/// The runtime on which a lane's tasks wait for queued calls shuts down;
+/// calls queued afterwards, on another runtime, still go out: no slot is
+/// handed to a task that no longer runs.
+#[test]
+fn calls_queued_after_the_waiting_tasks_runtime_shut_down_still_go_out() {
+    let server = Memcached::start();
+    let main = tokio::runtime::Runtime::new().unwrap();
+    let store = main.block_on(pipelined(&server, 2));
+    let counter = key(&unique_client("moved"), "1");
+    let first = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    first.block_on(async {
+        for _ in 0..5 {
+            assert!(burst(&store, &counter, 24).await.iter().all(Result::is_ok));
+        }
+    });
+    let drivers = store.pipeline_stats().drivers;
+    assert!(drivers > 0, "no burst queued, so nothing was tested");
+    first.shutdown_timeout(Duration::from_secs(1));
+
+    main.block_on(async {
+        // The connections dialled on the first runtime fail with it; the
+        // calls must end either way, and the store then work again.
+        for round in 0.. {
+            let results = tokio::time::timeout(Duration::from_secs(5), burst(&store, &counter, 24))
+                .await
+                .expect("queued calls hung behind a task that no longer runs");
+            if results.iter().all(Result::is_ok) {
+                break;
+            }
+            assert!(round < 20, "the store never recovered: {results:?}");
+        }
+    });
+    assert!(
+        store.pipeline_stats().drivers > drivers,
+        "new tasks on the new runtime"
+    );
+}
+
 /// A fleet: each client's calls are pipelined to its own server, and a call
 /// whose keys span servers takes the direct path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

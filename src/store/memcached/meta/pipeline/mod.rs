@@ -54,6 +54,7 @@ mod stats;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -115,11 +116,40 @@ struct Lane {
     /// Batch slots taken, at most `depth`. Jobs queue only while all are
     /// taken, and a slot is handed on rather than freed while jobs queue,
     /// so the queue is never left without a batch in flight to drain it.
+    /// A slot handed to an idle driver counts from the moment it is
+    /// handed, before the driver runs.
     in_flight: usize,
     queue: VecDeque<Job>,
+    /// Drivers (tasks that send queued jobs) waiting for work, holding no
+    /// slot. A slot handed on while one waits goes to it, woken, rather
+    /// than to a new task.
+    idle: Vec<Idle>,
+    /// The number the next idle driver is registered under.
+    next_idle: u64,
+}
+
+/// A driver waiting in [`Lane::idle`]; one taken out of it has been
+/// handed a slot.
+struct Idle {
+    number: u64,
+    waker: Waker,
 }
 
 impl Lane {
+    /// Frees the slot of a driver that has no batch to send and registers
+    /// it as idle, woken by `waker` when a slot is handed to it; the
+    /// number it is registered under.
+    fn idle(&mut self, waker: &Waker) -> u64 {
+        self.in_flight -= 1;
+        let number = self.next_idle;
+        self.next_idle += 1;
+        self.idle.push(Idle {
+            number,
+            waker: waker.clone(),
+        });
+        number
+    }
+
     /// Moves the next batch into `batch` (empty): queued jobs in order, up
     /// to `max_ops` operations, at least one job.
     fn take_batch(&mut self, max_ops: usize, batch: &mut Vec<Job>) {
@@ -146,6 +176,18 @@ struct Inner {
     /// The most operations per batch.
     max_ops: usize,
     stats: Stats,
+}
+
+/// The idle drivers end with the pipeline: woken, they find it gone.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for lane in self.lanes.iter_mut() {
+            let lane = lane.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for idle in lane.idle.drain(..) {
+                idle.waker.wake();
+            }
+        }
+    }
 }
 
 /// The per-server lanes of one store; cheap to clone, clones share them.
@@ -329,29 +371,82 @@ impl Inner {
         true
     }
 
-    /// Gives a finished batch's slot back, or hands it to the queue:
-    /// `true` with the next batch moved into `batch` (empty) if jobs wait,
-    /// `false` once the slot is free.
-    fn next_batch(&self, lane: usize, batch: &mut Vec<Job>) -> bool {
+    /// A driver holding a slot: the next batch moved into `batch` (empty)
+    /// if jobs wait (`None`); otherwise the slot freed and the driver
+    /// registered as idle, woken by `waker` when a slot is handed to it,
+    /// under the number returned. Both under one lock, so that no slot is
+    /// handed on between the two.
+    fn next_batch_or_idle(&self, lane: usize, batch: &mut Vec<Job>, waker: &Waker) -> Option<u64> {
         let mut state = self.lane(lane);
         if state.queue.is_empty() {
-            state.in_flight -= 1;
-            false
-        } else {
-            state.take_batch(self.max_ops, batch);
-            true
+            return Some(state.idle(waker));
+        }
+        state.take_batch(self.max_ops, batch);
+        None
+    }
+
+    /// An idle driver registered as `number`, polled by `waker`'s task:
+    /// `Some` with the number it waits under while no slot was handed to
+    /// it (or one was, but the queue was emptied meanwhile: the slot is
+    /// freed again and the driver registered anew); `None` once it holds
+    /// a slot and the next batch is moved into `batch` (empty).
+    fn poll_idle(
+        &self,
+        lane: usize,
+        number: u64,
+        batch: &mut Vec<Job>,
+        waker: &Waker,
+    ) -> Option<u64> {
+        let mut state = self.lane(lane);
+        if let Some(idle) = state.idle.iter_mut().find(|idle| idle.number == number) {
+            if !idle.waker.will_wake(waker) {
+                idle.waker = waker.clone();
+            }
+            return Some(number);
+        }
+        if state.queue.is_empty() {
+            return Some(state.idle(waker));
+        }
+        state.take_batch(self.max_ops, batch);
+        None
+    }
+
+    /// An idle driver registered as `number` is dropped (its runtime shut
+    /// down): taken out of the lane's idle drivers, or, if a slot was
+    /// handed to it meanwhile, the slot handed on.
+    fn leave_idle(self: &Arc<Self>, lane: usize, number: u64) {
+        let mut state = self.lane(lane);
+        match state.idle.iter().position(|idle| idle.number == number) {
+            Some(at) => {
+                let idle = state.idle.swap_remove(at);
+                drop(state);
+                drop(idle);
+            }
+            None => {
+                drop(state);
+                self.hand_off(lane, true);
+            }
         }
     }
 
     /// A slot is given up by a batch that did not run to its end on a
     /// task of its own: an inline call (finished or cancelled), or a
-    /// spawned batch that was dropped. Queued jobs go out on a new task;
-    /// if none can be spawned (no runtime, or it is shutting down) they
-    /// fail, so no caller waits on a queue nothing will drain.
+    /// driver that was dropped. Queued jobs go to an idle driver, woken,
+    /// or else out on a new task; if none can be spawned (no runtime, or
+    /// it is shutting down) they fail, so no caller waits on a queue
+    /// nothing will drain.
     fn hand_off(self: &Arc<Self>, lane: usize, can_spawn: bool) {
         let mut state = self.lane(lane);
         if state.queue.is_empty() {
             state.in_flight -= 1;
+            return;
+        }
+        if let Some(idle) = state.idle.pop() {
+            // The slot is now the driver's: out of the idle list, it
+            // takes the next batch when it runs (or hands the slot on if
+            // it is dropped first).
+            drop(state);
+            idle.waker.wake();
             return;
         }
         let runtime = if can_spawn {
@@ -365,9 +460,10 @@ impl Inner {
                 state.take_batch(self.max_ops, &mut jobs);
                 drop(state);
                 let slot = Slot::pending(Arc::clone(self), lane, jobs);
+                self.stats.driver();
                 // On a runtime that is shutting down the task is dropped
                 // unstarted, and its slot fails the jobs (see Slot::drop).
-                runtime.spawn(slot.drive());
+                runtime.spawn(slot::drive(slot));
             }
             None => {
                 state.in_flight -= 1;

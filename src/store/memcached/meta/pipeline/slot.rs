@@ -1,7 +1,11 @@
 //! The batch slots of a lane: the one a call takes to run its own job, and
-//! the one a spawned task holds while it drains the queue.
+//! the one a driver holds while it drains the queue; and a driver waiting,
+//! with no slot, for the next one handed to it.
 
-use std::sync::Arc;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
 
 use super::{Inner, Job};
 
@@ -18,9 +22,9 @@ impl Drop for InlineSlot {
     }
 }
 
-/// The batch slot of a spawned task that sends queued jobs. Dropped before
-/// the queue ran dry (the runtime shut down), it fails the jobs it had not
-/// sent and hands the slot on to the queue.
+/// The batch slot of a driver, the task that sends queued jobs. Dropped
+/// before the queue ran dry (the runtime shut down), it fails the jobs it
+/// had not sent and hands the slot on to the queue.
 pub(super) struct Slot {
     inner: Arc<Inner>,
     lane: usize,
@@ -30,6 +34,32 @@ pub(super) struct Slot {
     /// Jobs assigned to this slot and not yet sent.
     pending: Vec<Job>,
     finished: bool,
+}
+
+/// A driver's task: sends batches while jobs queue, then waits, with no
+/// slot and no hold on the pipeline, until a slot is handed to it again;
+/// ends with the pipeline, or with its runtime.
+///
+/// A task per burst of queued jobs, spawned when a call's own batch ended
+/// with jobs queued behind it and ended once the queue ran dry, cost
+/// every such hand-off a task's allocation (aligned, so past glibc's
+/// per-thread cache), its scheduling and its free: under the web
+/// service's 16 connections, some 400 instructions a request in those
+/// functions (callgrind, `bench/web/run.py`, the
+/// `MemcachedStore::increment` cases). Waking a waiting driver costs a
+/// lock and a wake. A lane has at most its depth of drivers: one is
+/// started only when a slot is handed on and none waits, and every
+/// driver not waiting holds a slot.
+pub(super) async fn drive(slot: Slot) {
+    let mut slot = slot;
+    let mut answers = Vec::new();
+    loop {
+        let idle = slot.send(&mut answers).await;
+        match idle.await {
+            Some(next) => slot = next,
+            None => return,
+        }
+    }
 }
 
 impl Slot {
@@ -43,8 +73,9 @@ impl Slot {
         }
     }
 
-    /// Sends batches until the queue is empty, then frees the slot. One
-    /// list of jobs, and one of their answers, serve every batch in turn.
+    /// Sends batches until the queue is empty, then frees the slot and
+    /// registers the driver as idle. One list of jobs, and one of their
+    /// answers, serve every batch in turn.
     ///
     /// A batch that finds jobs queued behind it hands its connection
     /// straight to the next one (still probed, as one from the idle stack
@@ -54,16 +85,15 @@ impl Slot {
     /// the slot's semaphore twice: some 100 instructions a request more in
     /// those functions, net of this (callgrind, `bench/web/run.py`, the
     /// `MemcachedStore::increment` cases).
-    pub(super) async fn drive(mut self) {
+    async fn send(mut self, answers: &mut Vec<super::Answers>) -> Idle {
         self.started = true;
-        let mut answers = Vec::new();
         let mut kept = None;
         loop {
             // Out of `pending` while they are sent: a slot dropped
             // meanwhile must not report them unsent.
             let mut jobs = std::mem::take(&mut self.pending);
             self.inner
-                .run_jobs(self.lane, &mut jobs, &mut answers, &mut kept)
+                .run_jobs(self.lane, &mut jobs, answers, &mut kept)
                 .await;
             let keep = kept.is_some() && self.inner.pools.has_free_slot(self.lane);
             if !(keep && self.inner.next_queued(self.lane, &mut jobs)) {
@@ -71,9 +101,22 @@ impl Slot {
                     let (connection, slot) = checkout.into_parts();
                     self.inner.pools.give_back(self.lane, connection, slot);
                 }
-                if !self.inner.next_batch(self.lane, &mut jobs) {
+                let idle = poll_fn(|context| {
+                    Poll::Ready(self.inner.next_batch_or_idle(
+                        self.lane,
+                        &mut jobs,
+                        context.waker(),
+                    ))
+                })
+                .await;
+                if let Some(number) = idle {
                     self.finished = true;
-                    return;
+                    return Idle {
+                        inner: Arc::downgrade(&self.inner),
+                        lane: self.lane,
+                        number: Some(number),
+                        jobs,
+                    };
                 }
             }
             self.pending = jobs;
@@ -91,5 +134,57 @@ impl Drop for Slot {
             self.inner.fail(self.lane, pending);
         }
         self.inner.hand_off(self.lane, self.started);
+    }
+}
+
+/// A driver waiting in its lane's idle list for a slot: ready with the
+/// slot and its first batch once one is handed to it, or with `None` once
+/// the pipeline is gone. It holds the pipeline weakly, so a store dropped
+/// meanwhile is freed (and wakes it to end).
+struct Idle {
+    inner: Weak<Inner>,
+    lane: usize,
+    /// The number it waits under; `None` once it is no longer registered.
+    number: Option<u64>,
+    /// Empty, its room kept for the next batch.
+    jobs: Vec<Job>,
+}
+
+impl Future for Idle {
+    type Output = Option<Slot>;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Option<Slot>> {
+        let this = self.get_mut();
+        let Some(number) = this.number else {
+            return Poll::Ready(None);
+        };
+        let Some(inner) = this.inner.upgrade() else {
+            this.number = None;
+            return Poll::Ready(None);
+        };
+        match inner.poll_idle(this.lane, number, &mut this.jobs, context.waker()) {
+            Some(number) => {
+                this.number = Some(number);
+                Poll::Pending
+            }
+            None => {
+                this.number = None;
+                let mut slot = Slot::pending(inner, this.lane, std::mem::take(&mut this.jobs));
+                slot.started = true;
+                Poll::Ready(Some(slot))
+            }
+        }
+    }
+}
+
+/// Dropped while registered (its runtime shut down), it leaves the idle
+/// list, or hands on the slot handed to it meanwhile.
+impl Drop for Idle {
+    fn drop(&mut self) {
+        if let Some(number) = self.number.take() {
+            if let Some(inner) = self.inner.upgrade() {
+                inner.leave_idle(self.lane, number);
+            }
+        }
     }
 }

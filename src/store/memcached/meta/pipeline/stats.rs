@@ -25,6 +25,11 @@ pub struct PipelineStats {
     pub abandoned: u64,
     /// The most calls one batch carried.
     pub largest_batch: u64,
+    /// Tasks started to send queued calls. A lane keeps at most its
+    /// pipeline depth of them: between bursts they wait for the next
+    /// queued call rather than end, so this stops growing once traffic
+    /// has reached that depth.
+    pub drivers: u64,
 }
 
 impl PipelineStats {
@@ -46,6 +51,7 @@ pub(super) struct Stats {
     ops: AtomicU64,
     abandoned: AtomicU64,
     largest_batch: AtomicU64,
+    drivers: AtomicU64,
 }
 
 impl Stats {
@@ -57,12 +63,18 @@ impl Stats {
             ops: self.ops.load(Ordering::Relaxed),
             abandoned: self.abandoned.load(Ordering::Relaxed),
             largest_batch: self.largest_batch.load(Ordering::Relaxed),
+            drivers: self.drivers.load(Ordering::Relaxed),
         }
     }
 
     /// `count` queued jobs were dropped unsent: their callers had gone.
     pub(super) fn abandoned(&self, count: u64) {
         self.abandoned.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// A task was started to send queued jobs.
+    pub(super) fn driver(&self) {
+        self.drivers.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One batch of `jobs` jobs and `ops` operations went out.
