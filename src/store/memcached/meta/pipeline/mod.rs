@@ -14,10 +14,12 @@
 //!   batch finishes, its slot is not given back while jobs wait: the queue
 //!   (up to the batch's cap on operations, [`DEFAULT_BATCH_OPS`] unless the
 //!   builder says otherwise) goes out as the
-//!   next batch, on a spawned task that keeps going until the queue is
-//!   empty. So while `depth` batches are on the wire the calls arriving
-//!   meanwhile pile up into the next one; that is where coalescing comes
-//!   from.
+//!   next batch, on a task of the lane's (a *driver*) that keeps going
+//!   until the queue is empty, then waits, with no slot, for the next
+//!   slot handed to it; a lane starts a driver only when none waits, so
+//!   it has at most `depth` of them. So while `depth` batches are on the
+//!   wire the calls arriving meanwhile pile up into the next one; that is
+//!   where coalescing comes from.
 //!
 //! A job's operations stay contiguous and in order within a batch, so an
 //! increment is still read back by the reads that follow it. Results are
@@ -38,16 +40,17 @@
 //! A caller that stops waiting (a limiter deadline drops its future) never
 //! costs a connection: a queued job whose caller has gone is never sent,
 //! and a batch already sent goes on until its replies are read: on a
-//! spawned task within the batch's bound (the I/O timeout and the drain
+//! driver within the batch's bound (the I/O timeout and the drain
 //! timeout), or, for the batch of a call that took a free slot, within the
 //! drain timeout once that call stops waiting (it is then
 //! [`detached`](crate::store::memcached::detach)). Its connection then goes back to the
 //! pool, so against a server that hangs a lane holds at most `depth`
 //! connections and dials no more. A queued job is never left without a task to send it: if
 //! the runtime shuts down under it, the job fails with a
-//! [`StoreError`] instead. The tasks run on the runtime of the call that
-//! hands them work; like the pooled connections, a store is meant to be
-//! used from one runtime.
+//! [`StoreError`] instead, and a driver that waits when its runtime shuts
+//! down leaves the lane, so no slot is handed to it. A driver runs on the
+//! runtime of the call that started it, and ends with its store; like the
+//! pooled connections, a store is meant to be used from one runtime.
 
 mod slot;
 mod stats;
@@ -121,31 +124,37 @@ struct Lane {
     in_flight: usize,
     queue: VecDeque<Job>,
     /// Drivers (tasks that send queued jobs) waiting for work, holding no
-    /// slot. A slot handed on while one waits goes to it, woken, rather
-    /// than to a new task.
+    /// slot. A slot handed on while one waits goes to it, with the batch
+    /// it is to send, rather than to a new task.
     idle: Vec<Idle>,
+    /// Batches handed to idle drivers, woken, that have not yet taken
+    /// them: each with the number of its driver, and the slot it holds.
+    handed: Vec<(u64, Vec<Job>)>,
     /// The number the next idle driver is registered under.
     next_idle: u64,
 }
 
-/// A driver waiting in [`Lane::idle`]; one taken out of it has been
-/// handed a slot.
+/// A driver waiting in [`Lane::idle`].
 struct Idle {
     number: u64,
     waker: Waker,
+    /// Empty, with the room of the driver's last batch, for its next one.
+    jobs: Vec<Job>,
 }
 
 impl Lane {
     /// Frees the slot of a driver that has no batch to send and registers
-    /// it as idle, woken by `waker` when a slot is handed to it; the
-    /// number it is registered under.
-    fn idle(&mut self, waker: &Waker) -> u64 {
+    /// it as idle, woken by `waker` when a slot is handed to it, `jobs`
+    /// (empty) kept for its next batch; the number it is registered
+    /// under.
+    fn idle(&mut self, waker: &Waker, jobs: &mut Vec<Job>) -> u64 {
         self.in_flight -= 1;
         let number = self.next_idle;
         self.next_idle += 1;
         self.idle.push(Idle {
             number,
             waker: waker.clone(),
+            jobs: std::mem::take(jobs),
         });
         number
     }
@@ -186,6 +195,10 @@ impl Drop for Inner {
             for idle in lane.idle.drain(..) {
                 idle.waker.wake();
             }
+            // Batches handed to drivers that have not run: their jobs are
+            // dropped with them, and each caller told so (a closed
+            // oneshot).
+            lane.handed.clear();
         }
     }
 }
@@ -379,54 +392,53 @@ impl Inner {
     fn next_batch_or_idle(&self, lane: usize, batch: &mut Vec<Job>, waker: &Waker) -> Option<u64> {
         let mut state = self.lane(lane);
         if state.queue.is_empty() {
-            return Some(state.idle(waker));
+            return Some(state.idle(waker, batch));
         }
         state.take_batch(self.max_ops, batch);
         None
     }
 
     /// An idle driver registered as `number`, polled by `waker`'s task:
-    /// `Some` with the number it waits under while no slot was handed to
-    /// it (or one was, but the queue was emptied meanwhile: the slot is
-    /// freed again and the driver registered anew); `None` once it holds
-    /// a slot and the next batch is moved into `batch` (empty).
-    fn poll_idle(
-        &self,
-        lane: usize,
-        number: u64,
-        batch: &mut Vec<Job>,
-        waker: &Waker,
-    ) -> Option<u64> {
+    /// `Ok` with the batch handed to it, and the slot with it, once there
+    /// is one; `Err(true)` while it waits; `Err(false)` if it is no longer
+    /// registered (the pipeline is being dropped).
+    fn poll_idle(&self, lane: usize, number: u64, waker: &Waker) -> Result<Vec<Job>, bool> {
         let mut state = self.lane(lane);
-        if let Some(idle) = state.idle.iter_mut().find(|idle| idle.number == number) {
-            if !idle.waker.will_wake(waker) {
-                idle.waker = waker.clone();
+        if let Some(at) = state.handed.iter().position(|(to, _)| *to == number) {
+            return Ok(state.handed.swap_remove(at).1);
+        }
+        match state.idle.iter_mut().find(|idle| idle.number == number) {
+            Some(idle) => {
+                if !idle.waker.will_wake(waker) {
+                    idle.waker = waker.clone();
+                }
+                Err(true)
             }
-            return Some(number);
+            None => Err(false),
         }
-        if state.queue.is_empty() {
-            return Some(state.idle(waker));
-        }
-        state.take_batch(self.max_ops, batch);
-        None
     }
 
     /// An idle driver registered as `number` is dropped (its runtime shut
-    /// down): taken out of the lane's idle drivers, or, if a slot was
-    /// handed to it meanwhile, the slot handed on.
+    /// down): taken out of the lane's idle drivers, or, if a batch was
+    /// handed to it meanwhile, the batch put back at the front of the
+    /// queue and its slot handed on.
     fn leave_idle(self: &Arc<Self>, lane: usize, number: u64) {
         let mut state = self.lane(lane);
-        match state.idle.iter().position(|idle| idle.number == number) {
-            Some(at) => {
-                let idle = state.idle.swap_remove(at);
-                drop(state);
-                drop(idle);
-            }
-            None => {
-                drop(state);
-                self.hand_off(lane, true);
-            }
+        if let Some(at) = state.idle.iter().position(|idle| idle.number == number) {
+            let idle = state.idle.swap_remove(at);
+            drop(state);
+            drop(idle);
+            return;
         }
+        let Some(at) = state.handed.iter().position(|(to, _)| *to == number) else {
+            return;
+        };
+        let (_, jobs) = state.handed.swap_remove(at);
+        for job in jobs.into_iter().rev() {
+            state.queue.push_front(job);
+        }
+        drop(state);
+        self.hand_off(lane, true);
     }
 
     /// A slot is given up by a batch that did not run to its end on a
@@ -441,12 +453,19 @@ impl Inner {
             state.in_flight -= 1;
             return;
         }
-        if let Some(idle) = state.idle.pop() {
-            // The slot is now the driver's: out of the idle list, it
-            // takes the next batch when it runs (or hands the slot on if
-            // it is dropped first).
+        if let Some(Idle {
+            number,
+            waker,
+            mut jobs,
+        }) = state.idle.pop()
+        {
+            // The slot and the next batch, taken now as for a new task,
+            // are the driver's; it sends them when it runs (or puts them
+            // back and hands the slot on if it is dropped first).
+            state.take_batch(self.max_ops, &mut jobs);
+            state.handed.push((number, jobs));
             drop(state);
-            idle.waker.wake();
+            waker.wake();
             return;
         }
         let runtime = if can_spawn {
