@@ -524,15 +524,8 @@ async fn bursts_reuse_the_lanes_sending_tasks_instead_of_starting_new_ones() {
     let counter = key(&client, "1");
     let (bursts, calls) = (40, 24);
     for _ in 0..bursts {
-        let burst: Vec<_> = (0..calls)
-            .map(|_| {
-                let (store, counter) = (store.clone(), counter.clone());
-                tokio::spawn(async move { store.increment(&counter, 1, MINUTE, &[]).await })
-            })
-            .collect();
-        for call in burst {
-            call.await.unwrap().unwrap();
-        }
+        let results = burst(&store, &counter, calls).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
         // Quiet: every sending task finds the queue empty and waits.
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
@@ -548,7 +541,7 @@ async fn bursts_reuse_the_lanes_sending_tasks_instead_of_starting_new_ones() {
         stats.drivers
     );
     let total = store.increment(&counter, 0, MINUTE, &[]).await.unwrap();
-    assert_eq!(total.value, bursts * calls);
+    assert_eq!(total.value, (bursts * calls) as u64);
 }
 
 /// A burst of `calls` increments of `counter` at once, on the current

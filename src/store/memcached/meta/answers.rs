@@ -2,9 +2,7 @@
 //! that goes back to this thread's [`recycled`](super::recycled) lists
 //! once its results are taken, for the next request.
 
-use std::cell::RefCell;
-
-use super::recycled::{keep, take};
+use super::recycled::{self, Kept};
 use super::reply::Reply;
 use crate::error::StoreError;
 
@@ -12,7 +10,7 @@ use crate::error::StoreError;
 type Answer = Result<Reply, StoreError>;
 
 thread_local! {
-    static LISTS: RefCell<Vec<Vec<Answer>>> = const { RefCell::new(Vec::new()) };
+    static LISTS: Kept<Answer> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// One request's answers, in order.
@@ -22,9 +20,7 @@ pub(crate) struct Answers(Vec<Answer>);
 impl Answers {
     /// No answers yet, with room for `operations`.
     pub(crate) fn with_capacity(operations: usize) -> Self {
-        let mut list = take(&LISTS).unwrap_or_default();
-        list.reserve(operations);
-        Self(list)
+        Self(recycled::take(&LISTS, operations))
     }
 
     /// Adds the next operation's result.
@@ -40,11 +36,7 @@ impl Answers {
 
 impl Drop for Answers {
     fn drop(&mut self) {
-        let mut list = std::mem::take(&mut self.0);
-        list.clear();
-        keep(&LISTS, list, |list| {
-            list.capacity() * std::mem::size_of::<Answer>()
-        });
+        recycled::keep(&LISTS, std::mem::take(&mut self.0));
     }
 }
 

@@ -1,5 +1,6 @@
 //! The buffers of meta-protocol calls, kept per thread for the next call:
-//! a request's bytes and the list of its answers.
+//! a request's bytes and the list of its answers, each kind in a pool
+//! beside its type.
 //!
 //! With many calls in flight at once (the 16 connections of a web
 //! service, say), every call holds both, about 120 bytes each, in one
@@ -22,41 +23,29 @@ const KEEP: usize = 64;
 /// The most bytes a kept buffer may hold; a larger one is freed.
 const LARGEST: usize = 1024;
 
-thread_local! {
-    static BYTES: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+/// A thread's kept buffers of one kind.
+pub(super) type Kept<T> = RefCell<Vec<Vec<T>>>;
+
+/// An empty buffer with room for `capacity` items: one `pool` kept, or a
+/// new one (as while this thread's locals are being destroyed).
+pub(super) fn take<T: 'static>(pool: &'static LocalKey<Kept<T>>, capacity: usize) -> Vec<T> {
+    let mut buffer = pool
+        .try_with(|kept| kept.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    buffer.reserve(capacity);
+    buffer
 }
 
-/// An empty byte buffer with room for `capacity` bytes: one this thread
-/// kept, or a new one.
-pub(super) fn bytes(capacity: usize) -> Vec<u8> {
-    let mut bytes = take(&BYTES).unwrap_or_default();
-    bytes.reserve(capacity);
-    bytes
-}
-
-/// Keeps `bytes` for [`bytes`], emptied, if there is room.
-pub(super) fn keep_bytes(mut bytes: Vec<u8>) {
-    bytes.clear();
-    keep(&BYTES, bytes, |bytes| bytes.capacity());
-}
-
-/// A buffer `pool` kept, if any (none while this thread's locals are
-/// being destroyed).
-pub(super) fn take<T: 'static>(pool: &'static LocalKey<RefCell<Vec<T>>>) -> Option<T> {
-    pool.try_with(|kept| kept.borrow_mut().pop()).ok().flatten()
-}
-
-/// Keeps `buffer` (empty, `bytes` of it in use) in `pool` if it is small
-/// enough and the pool has room; frees it otherwise.
-pub(super) fn keep<T: 'static>(
-    pool: &'static LocalKey<RefCell<Vec<T>>>,
-    buffer: T,
-    bytes: impl FnOnce(&T) -> usize,
-) {
-    let size = bytes(&buffer);
+/// Keeps `buffer`, emptied, in `pool` if it is small enough and the pool
+/// has room; frees it otherwise.
+pub(super) fn keep<T: 'static>(pool: &'static LocalKey<Kept<T>>, mut buffer: Vec<T>) {
+    let size = buffer.capacity() * std::mem::size_of::<T>();
     if size == 0 || size > LARGEST {
         return;
     }
+    buffer.clear();
     let _ = pool.try_with(|kept| {
         let mut kept = kept.borrow_mut();
         if kept.len() < KEEP {
@@ -69,13 +58,23 @@ pub(super) fn keep<T: 'static>(
 mod tests {
     use super::*;
 
+    thread_local! {
+        static BYTES: Kept<u8> = const { RefCell::new(Vec::new()) };
+        static WORDS: Kept<u64> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// How many buffers `pool` keeps, taking them all out.
+    fn drained<T: 'static>(pool: &'static LocalKey<Kept<T>>) -> usize {
+        pool.with(|kept| kept.borrow_mut().drain(..).count())
+    }
+
     #[test]
     fn a_kept_buffer_is_handed_out_again_empty() {
-        let mut first = bytes(100);
+        let mut first = take(&BYTES, 100);
         first.extend_from_slice(b"mg key v\r\n");
         let at = first.as_ptr();
-        keep_bytes(first);
-        let second = bytes(50);
+        keep(&BYTES, first);
+        let second = take(&BYTES, 50);
         assert!(second.is_empty());
         assert_eq!(second.as_ptr(), at);
         assert!(second.capacity() >= 100);
@@ -83,18 +82,19 @@ mod tests {
 
     #[test]
     fn large_and_surplus_buffers_are_freed() {
-        while take(&BYTES).is_some() {}
-        keep_bytes(Vec::with_capacity(LARGEST + 1));
-        assert!(take(&BYTES).is_none());
-        keep_bytes(Vec::new());
-        assert!(take(&BYTES).is_none());
+        drained(&BYTES);
+        keep(&BYTES, Vec::with_capacity(LARGEST + 1));
+        assert_eq!(drained(&BYTES), 0);
+        keep(&BYTES, Vec::new());
+        assert_eq!(drained(&BYTES), 0);
         for _ in 0..KEEP + 10 {
-            keep_bytes(Vec::with_capacity(16));
+            keep(&BYTES, Vec::with_capacity(16));
         }
-        let mut kept = 0;
-        while take(&BYTES).is_some() {
-            kept += 1;
-        }
-        assert_eq!(kept, KEEP);
+        assert_eq!(drained(&BYTES), KEEP);
+        // A buffer's size is its items' bytes, not its length in items.
+        keep(&WORDS, Vec::with_capacity(LARGEST / 8 + 1));
+        assert_eq!(drained(&WORDS), 0);
+        keep(&WORDS, Vec::with_capacity(LARGEST / 8));
+        assert_eq!(drained(&WORDS), 1);
     }
 }

@@ -9,12 +9,17 @@
 //! every operation gets exactly one reply, in order, and a reply of the
 //! wrong kind for its operation stops the exchange.
 
-use super::recycled;
+use super::recycled::{self, Kept};
 use crate::store::PutCondition;
 
 /// The most bytes an operation's line takes besides its key (and its
 /// value): its words, flags, numbers, and line ends.
 const LINE: usize = 80;
+
+thread_local! {
+    /// Requests' bytes this thread kept ([`recycled`]).
+    static BYTES: Kept<u8> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// An operation's verb, which says what its reply can be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +91,7 @@ impl Operations {
 /// Its bytes go back to this thread's kept buffers, for the next request.
 impl Drop for Request {
     fn drop(&mut self) {
-        recycled::keep_bytes(std::mem::take(&mut self.bytes));
+        recycled::keep(&BYTES, std::mem::take(&mut self.bytes));
     }
 }
 
@@ -104,7 +109,7 @@ impl Request {
     /// that building it allocates once.
     pub(crate) fn with_capacity(operations: usize, key_bytes: usize, value_bytes: usize) -> Self {
         Self {
-            bytes: recycled::bytes(key_bytes + value_bytes + operations * LINE),
+            bytes: recycled::take(&BYTES, key_bytes + value_bytes + operations * LINE),
             operations: Operations::with_capacity(operations),
         }
     }

@@ -57,7 +57,7 @@ mod stats;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::Waker;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -125,11 +125,9 @@ struct Lane {
     queue: VecDeque<Job>,
     /// Drivers (tasks that send queued jobs) waiting for work, holding no
     /// slot. A slot handed on while one waits goes to it, with the batch
-    /// it is to send, rather than to a new task.
+    /// it is to send, rather than to a new task; the driver stays here,
+    /// handed them, until it runs and takes them.
     idle: Vec<Idle>,
-    /// Batches handed to idle drivers, woken, that have not yet taken
-    /// them: each with the number of its driver, and the slot it holds.
-    handed: Vec<(u64, Vec<Job>)>,
     /// The number the next idle driver is registered under.
     next_idle: u64,
 }
@@ -138,8 +136,11 @@ struct Lane {
 struct Idle {
     number: u64,
     waker: Waker,
-    /// Empty, with the room of the driver's last batch, for its next one.
+    /// Empty, with the room of the driver's last batch, for its next
+    /// one; once `handed`, that batch.
     jobs: Vec<Job>,
+    /// Handed a slot, and `jobs` to send with it.
+    handed: bool,
 }
 
 impl Lane {
@@ -155,6 +156,7 @@ impl Lane {
             number,
             waker: waker.clone(),
             jobs: std::mem::take(jobs),
+            handed: false,
         });
         number
     }
@@ -192,13 +194,11 @@ impl Drop for Inner {
     fn drop(&mut self) {
         for lane in self.lanes.iter_mut() {
             let lane = lane.get_mut().unwrap_or_else(PoisonError::into_inner);
+            // A batch handed to a driver that has not run is dropped with
+            // it: nobody waits for it, as every caller holds the pipeline.
             for idle in lane.idle.drain(..) {
                 idle.waker.wake();
             }
-            // Batches handed to drivers that have not run: their jobs are
-            // dropped with them, and each caller told so (a closed
-            // oneshot).
-            lane.handed.clear();
         }
     }
 }
@@ -399,46 +399,47 @@ impl Inner {
     }
 
     /// An idle driver registered as `number`, polled by `waker`'s task:
-    /// `Ok` with the batch handed to it, and the slot with it, once there
-    /// is one; `Err(true)` while it waits; `Err(false)` if it is no longer
-    /// registered (the pipeline is being dropped).
-    fn poll_idle(&self, lane: usize, number: u64, waker: &Waker) -> Result<Vec<Job>, bool> {
+    /// ready with the batch handed to it, and the slot with it, once there
+    /// is one; with `None` if it is no longer registered (its pipeline is
+    /// being dropped).
+    fn poll_idle(&self, lane: usize, number: u64, waker: &Waker) -> Poll<Option<Vec<Job>>> {
         let mut state = self.lane(lane);
-        if let Some(at) = state.handed.iter().position(|(to, _)| *to == number) {
-            return Ok(state.handed.swap_remove(at).1);
-        }
-        match state.idle.iter_mut().find(|idle| idle.number == number) {
-            Some(idle) => {
-                if !idle.waker.will_wake(waker) {
-                    idle.waker = waker.clone();
-                }
-                Err(true)
+        let Some(at) = state.idle.iter().position(|idle| idle.number == number) else {
+            return Poll::Ready(None);
+        };
+        let idle = &mut state.idle[at];
+        if !idle.handed {
+            if !idle.waker.will_wake(waker) {
+                idle.waker = waker.clone();
             }
-            None => Err(false),
+            return Poll::Pending;
         }
+        Poll::Ready(Some(state.idle.swap_remove(at).jobs))
     }
 
     /// An idle driver registered as `number` is dropped (its runtime shut
-    /// down): taken out of the lane's idle drivers, or, if a batch was
+    /// down): taken out of the lane's idle drivers, and, if a batch was
     /// handed to it meanwhile, the batch put back at the front of the
     /// queue and its slot handed on.
     fn leave_idle(self: &Arc<Self>, lane: usize, number: u64) {
         let mut state = self.lane(lane);
-        if let Some(at) = state.idle.iter().position(|idle| idle.number == number) {
-            let idle = state.idle.swap_remove(at);
-            drop(state);
-            drop(idle);
-            return;
-        }
-        let Some(at) = state.handed.iter().position(|(to, _)| *to == number) else {
+        let Some(at) = state.idle.iter().position(|idle| idle.number == number) else {
             return;
         };
-        let (_, jobs) = state.handed.swap_remove(at);
+        let Idle {
+            waker,
+            jobs,
+            handed,
+            ..
+        } = state.idle.swap_remove(at);
         for job in jobs.into_iter().rev() {
             state.queue.push_front(job);
         }
         drop(state);
-        self.hand_off(lane, true);
+        drop(waker);
+        if handed {
+            self.hand_off(lane, true);
+        }
     }
 
     /// A slot is given up by a batch that did not run to its end on a
@@ -453,17 +454,16 @@ impl Inner {
             state.in_flight -= 1;
             return;
         }
-        if let Some(Idle {
-            number,
-            waker,
-            mut jobs,
-        }) = state.idle.pop()
-        {
+        if let Some(at) = state.idle.iter().rposition(|idle| !idle.handed) {
             // The slot and the next batch, taken now as for a new task,
             // are the driver's; it sends them when it runs (or puts them
             // back and hands the slot on if it is dropped first).
+            let mut jobs = std::mem::take(&mut state.idle[at].jobs);
             state.take_batch(self.max_ops, &mut jobs);
-            state.handed.push((number, jobs));
+            let idle = &mut state.idle[at];
+            idle.jobs = jobs;
+            idle.handed = true;
+            let waker = idle.waker.clone();
             drop(state);
             waker.wake();
             return;
@@ -478,7 +478,7 @@ impl Inner {
                 let mut jobs = Vec::new();
                 state.take_batch(self.max_ops, &mut jobs);
                 drop(state);
-                let slot = Slot::pending(Arc::clone(self), lane, jobs);
+                let slot = Slot::pending(Arc::clone(self), lane, jobs, false);
                 self.stats.driver();
                 // On a runtime that is shutting down the task is dropped
                 // unstarted, and its slot fails the jobs (see Slot::drop).

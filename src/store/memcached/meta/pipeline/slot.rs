@@ -56,8 +56,7 @@ pub(super) struct Slot {
 /// 'SlidingWindow n=4'`.) A lane has at most its depth of drivers: one is
 /// started only when a slot is handed on and none waits, and every
 /// driver not waiting holds a slot.
-pub(super) async fn drive(slot: Slot) {
-    let mut slot = slot;
+pub(super) async fn drive(mut slot: Slot) {
     let mut answers = Vec::new();
     loop {
         let idle = slot.send(&mut answers).await;
@@ -69,11 +68,13 @@ pub(super) async fn drive(slot: Slot) {
 }
 
 impl Slot {
-    pub(super) fn pending(inner: Arc<Inner>, lane: usize, jobs: Vec<Job>) -> Self {
+    /// The slot of a driver that is to send `jobs` first; `started` if
+    /// its task already runs (a driver handed the slot while it waited).
+    pub(super) fn pending(inner: Arc<Inner>, lane: usize, jobs: Vec<Job>, started: bool) -> Self {
         Self {
             inner,
             lane,
-            started: false,
+            started,
             pending: jobs,
             finished: false,
         }
@@ -165,19 +166,9 @@ impl Future for Idle {
             this.number = None;
             return Poll::Ready(None);
         };
-        match inner.poll_idle(this.lane, number, context.waker()) {
-            Err(true) => Poll::Pending,
-            Err(false) => {
-                this.number = None;
-                Poll::Ready(None)
-            }
-            Ok(jobs) => {
-                this.number = None;
-                let mut slot = Slot::pending(inner, this.lane, jobs);
-                slot.started = true;
-                Poll::Ready(Some(slot))
-            }
-        }
+        let handed = std::task::ready!(inner.poll_idle(this.lane, number, context.waker()));
+        this.number = None;
+        Poll::Ready(handed.map(|jobs| Slot::pending(inner, this.lane, jobs, true)))
     }
 }
 
