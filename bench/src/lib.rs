@@ -219,10 +219,12 @@ pub fn first_error_note(error: Option<&str>) -> String {
 
 /// What a compare-and-swap algorithm's progress line ends with: of every
 /// 100 of its `decisions` between the counters `before` and `after`, how
-/// many were written on a state known without a read (and how many of
-/// those on its version or as new, in one round trip, since memcached may
-/// just have dropped it), how many found it changed or gone (stale), how many of the stale ones found it
-/// gone and wrote it anew without a read, and how many read first. Nothing
+/// many were decided on a state known without a read (and how many of
+/// those were written on its version or as new, in one round trip, since
+/// memcached may just have dropped it, and how many wrote nothing and
+/// checked the state's version alone), how many found it changed or gone
+/// (stale), how many of the stale ones found it gone and wrote it anew
+/// without a read, and how many read first. Nothing
 /// for the window algorithms, which never compare and swap.
 pub fn cas_note(before: &CasStats, after: &CasStats, decisions: u64) -> String {
     if after.decisions <= before.decisions {
@@ -232,9 +234,10 @@ pub fn cas_note(before: &CasStats, after: &CasStats, decisions: u64) -> String {
         100.0 * after.saturating_sub(before) as f64 / decisions.max(1) as f64
     };
     format!(
-        ", per 100 decisions: {:.1} on a known state ({:.1} written on its version or as new), {:.1} of them stale ({:.1} gone), {:.1} read first",
+        ", per 100 decisions: {:.1} on a known state ({:.1} written on its version or as new, {:.1} denied on its version), {:.1} of them stale ({:.1} gone), {:.1} read first",
         per_100(after.known, before.known),
         per_100(after.either, before.either),
+        per_100(after.checked, before.checked),
         per_100(after.stale, before.stale),
         per_100(after.vanished, before.vanished),
         per_100(after.attempts, before.attempts),

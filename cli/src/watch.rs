@@ -94,6 +94,12 @@ impl Store for Watched {
         self.note(key, outcome)
     }
 
+    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        self.asking(key);
+        let outcome = self.inner.version(key).await;
+        self.note(key, outcome)
+    }
+
     async fn put_versioned(
         &self,
         key: &[u8],

@@ -21,6 +21,8 @@ pub struct StoreCalls {
     pub counter_reads: u64,
     /// [`Store::get`] calls.
     pub gets: u64,
+    /// [`Store::version`] calls.
+    pub versions: u64,
     /// [`Store::put`] and [`Store::put_versioned`] calls.
     pub puts: u64,
     /// [`Store::delete`] calls.
@@ -36,6 +38,7 @@ impl StoreCalls {
             + self.decrements
             + self.counter_reads
             + self.gets
+            + self.versions
             + self.puts
             + self.deletes
     }
@@ -59,7 +62,7 @@ impl StoreCalls {
 #[derive(Debug)]
 pub struct CountingStore<S> {
     inner: S,
-    counts: Arc<[AtomicU64; 7]>,
+    counts: Arc<[AtomicU64; 8]>,
 }
 
 impl<S: Store> CountingStore<S> {
@@ -87,6 +90,7 @@ impl<S: Store> CountingStore<S> {
             puts: n(4),
             deletes: n(5),
             keys: n(6),
+            versions: n(7),
         }
     }
 
@@ -129,6 +133,11 @@ impl<S: Store> Store for CountingStore<S> {
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         self.count(3, 1);
         self.inner.get(key).await
+    }
+
+    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        self.count(7, 1);
+        self.inner.version(key).await
     }
 
     async fn put_versioned(

@@ -10,6 +10,7 @@
 //! | [`Store::decrement`] | `ma MD` | subtract, saturating at 0; a missing counter stays missing |
 //! | [`Store::get_counters`] | `mg` per key, pipelined | read counters; a missing key is `None` |
 //! | [`Store::get`] | `mg v c` | read raw bytes with their version (CAS token) |
+//! | [`Store::version`] | `mg c` (classic: `gets`) | read the version alone, without the bytes |
 //! | [`Store::put_versioned`] | `ms` (`ME` add, or `C` compare, or both pipelined) with `c` | write if absent, or if the version still matches, or either, or always; the written item's version |
 //! | [`Store::put`] | the same | the same, without the version |
 //! | [`Store::delete`] | `md`, pipelined | remove keys |
@@ -168,6 +169,33 @@ pub trait Store: Send + Sync + fmt::Debug {
 
     /// Reads the raw bytes at `key` with their version.
     async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError>;
+
+    /// The version of the item at `key` (memcached's CAS token), without
+    /// its bytes; `None` if the key is missing. A limiter that knows the
+    /// state stored at a version confirms with this that it is still the
+    /// stored one, without fetching it: on memcached's meta protocol an
+    /// `mg` with `c` and no `v`, whose answer is a dozen bytes where a
+    /// sliding log's value is up to 80 KB. The default reads the item
+    /// with [`get`](Self::get), as the classic protocol must (it has no
+    /// read of a version alone).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use memcache_ratelimit::MemoryStore;
+    /// use memcache_ratelimit::store::{PutCondition, Store};
+    /// use std::time::Duration;
+    ///
+    /// let store = MemoryStore::new();
+    /// assert_eq!(store.version(b"k").await?, None);
+    /// let ttl = Duration::from_secs(60);
+    /// let (_, written) = store.put_versioned(b"k", b"state", ttl, PutCondition::Absent).await?;
+    /// assert_eq!(store.version(b"k").await?, written);
+    /// # Ok::<(), memcache_ratelimit::StoreError>(())
+    /// # }).unwrap();
+    /// ```
+    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        Ok(self.get(key).await?.map(|stored| stored.version))
+    }
 
     /// Writes `value` (not empty) with a lifetime of `ttl` if `condition`
     /// holds; when it wrote, also the version the written item has, if the
@@ -365,6 +393,18 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
         Self: 'async_trait,
     {
         (**self).get(key)
+    }
+
+    fn version<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+    ) -> Answer<'async_trait, Option<u64>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        (**self).version(key)
     }
 
     fn put_versioned<'life0, 'life1, 'life2, 'async_trait>(

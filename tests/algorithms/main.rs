@@ -12,6 +12,8 @@ mod clock_skew;
 #[cfg(feature = "memcached")]
 mod deny_cache;
 mod dynamic_quotas;
+#[cfg(feature = "memcached")]
+mod known_denials;
 mod large_limits;
 mod moment_window;
 mod policies;

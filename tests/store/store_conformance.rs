@@ -137,6 +137,40 @@ async fn versions_change_on_every_write() {
 }
 
 #[tokio::test]
+async fn a_version_read_alone_is_the_version_a_whole_read_finds() {
+    for f in fixtures().await {
+        let a = key("version-alone");
+        assert_eq!(f.store.version(&a).await.unwrap(), None, "{}", f.name);
+        f.store.increment(&a, 1, MINUTE, &[]).await.unwrap();
+        let counter = f.store.get(&a).await.unwrap().unwrap().version;
+        assert_eq!(
+            f.store.version(&a).await.unwrap(),
+            Some(counter),
+            "{}",
+            f.name
+        );
+        let large = vec![b'x'; 100_000];
+        f.store
+            .put(&a, &large, MINUTE, PutCondition::Version(counter))
+            .await
+            .unwrap();
+        let whole = f.store.get(&a).await.unwrap().unwrap();
+        assert_eq!(whole.value.len(), large.len());
+        assert_ne!(whole.version, counter, "{}", f.name);
+        assert_eq!(
+            f.store.version(&a).await.unwrap(),
+            Some(whole.version),
+            "{}",
+            f.name
+        );
+        f.store.delete(std::slice::from_ref(&a)).await.unwrap();
+        assert_eq!(f.store.version(&a).await.unwrap(), None, "{}", f.name);
+        let error = f.store.version(b"has space").await.unwrap_err();
+        assert_eq!(error.kind(), StoreErrorKind::InvalidKey, "{}", f.name);
+    }
+}
+
+#[tokio::test]
 async fn conditional_puts_write_only_when_the_condition_holds() {
     for f in fixtures().await {
         let a = key("put");

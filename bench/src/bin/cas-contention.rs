@@ -284,6 +284,7 @@ fn cas_delta(after: CasStats, before: CasStats) -> CasStats {
         stale: after.stale - before.stale,
         vanished: after.vanished - before.vanished,
         either: after.either - before.either,
+        checked: after.checked - before.checked,
     }
 }
 

@@ -10,7 +10,7 @@ use super::combining::{Combiner, Decided, Decider, Failure, Group, Waiter};
 use super::core::CasCore;
 use super::optimistic::Engine;
 use super::stats::{
-    ATTEMPTS, COMBINED, CONFLICTS, EITHER, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED,
+    ATTEMPTS, CHECKED, COMBINED, CONFLICTS, EITHER, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED,
 };
 use crate::store::{ttl_secs, PutCondition, PutOutcome};
 
@@ -134,11 +134,11 @@ impl<C: CasCore> Engine<C> {
     /// decided on no state and written only if the key is still absent, so
     /// a client returning after its state expired costs one store call, not
     /// a read that misses and then a write. `None` when the group needs a
-    /// read after all: the state is not known, the group would write
-    /// nothing (its answers must then come from the state as stored), the
-    /// known state needs a repair (the read path does it, and counts it),
-    /// or the write found the state changed (anyone wrote since, or it
-    /// was still there) or gone and then taken again.
+    /// read after all: the state is not known, the known state needs a
+    /// repair (the read path does it, and counts it), the write found the
+    /// state changed (anyone wrote since, or it was still there) or gone
+    /// and then taken again, or the group would write nothing and the
+    /// store no longer holds the known version ([`confirm`](Self::confirm)).
     ///
     /// A write on the known version that finds the key gone (expired or
     /// evicted early) decides the group again on no state and writes it
@@ -176,7 +176,14 @@ impl<C: CasCore> Engine<C> {
         };
         let (state, ttl, decided) = self.apply(known, group);
         let (Some(ttl), Some(last)) = (ttl, state) else {
-            return Ok(None);
+            return match condition {
+                // Boxed, as the read it replaces is: every decision's
+                // future would otherwise carry the decisions beside it.
+                PutCondition::Version(version) => {
+                    Box::pin(self.confirm(key, version, decided)).await
+                }
+                _ => Ok(None),
+            };
         };
         self.counters.bump(KNOWN);
         let may_be_gone = expires_at
@@ -211,6 +218,32 @@ impl<C: CasCore> Engine<C> {
                 Box::pin(self.decide_anew(key, group)).await
             }
         }
+    }
+
+    /// A group that writes nothing (denials that leave the state as it
+    /// was), `decided` on the state known at `version`: answered so if the
+    /// store still holds that version, which it tells without the state
+    /// itself ([`Store::version`](crate::store::Store::version)), so a
+    /// denial on a full sliding log does not fetch the log. `None` when
+    /// the state changed or is gone: the group is decided again on a read,
+    /// as any decision on a stale known state is.
+    async fn confirm(
+        &self,
+        key: &[u8],
+        version: u64,
+        decided: Decided,
+    ) -> Result<Option<Decided>, Failure> {
+        self.counters.bump(KNOWN);
+        self.counters.bump(CHECKED);
+        let stored = self.store().version(key).await.map_err(Failure::Store)?;
+        let current = stored == Some(version);
+        self.known.tried(!current);
+        if current {
+            return Ok(Some(self.combined(decided)));
+        }
+        self.counters.bump(STALE);
+        self.known.forget(key);
+        Ok(None)
     }
 
     /// Whether `group`, decided on no state, gives the same decisions and

@@ -18,10 +18,15 @@
 //! written on the version or as new, whichever holds, in one call.
 //!
 //! A decision that writes nothing (a denial that leaves the state as it
-//! was) is never answered from a known state: nothing would check that the
-//! state is still current, and a denial's reply (the tokens available, the
-//! time to wait) must come from the state as stored. Such a decision reads,
-//! as without this cache, and the state it read becomes the known one.
+//! was) has no write to check that the known state is still current, and
+//! a denial's reply (the tokens available, the time to wait) must come
+//! from the state as stored. So it asks the store for the state's version
+//! alone ([`Store::version`], memcached's `mg` with `c` and no `v`): one
+//! round trip, as a read, but with no state in the answer, which for a
+//! full sliding log is most of what a read carries. If the version is the
+//! known one, the stored state is the known one and the denial stands;
+//! if not, the decision reads, as without this cache, and the state it
+//! read becomes the known one.
 //!
 //! A known state pays while it is usually still current: a fresh one saves
 //! a read, a changed one costs a failed write before the read, and a gone
@@ -44,6 +49,7 @@
 //! [`SharedKnownStates`]: super::SharedKnownStates
 //!
 //! [`Store::put_versioned`]: crate::store::Store::put_versioned
+//! [`Store::version`]: crate::store::Store::version
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};

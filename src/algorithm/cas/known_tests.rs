@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::optimistic::CasLimiter;
 use super::policy::CasPolicy;
 use super::tests::{limiter_on, limiter_with, now, Count};
-use crate::store::{CountingStore, Store};
+use crate::store::{CountingStore, PutCondition, Store};
 use crate::MemoryStore;
 
 type Counting = Arc<CountingStore<MemoryStore>>;
@@ -37,11 +37,38 @@ async fn a_known_state_saves_the_read_of_every_decision_that_writes() {
     assert_eq!((calls.gets, calls.puts), (1, 10));
     let stats = limiter.stats();
     assert_eq!((stats.known, stats.stale, stats.attempts), (9, 0, 1));
-    // A denial writes nothing, so it is decided on a fresh read, never on
-    // the known state alone.
+    // A denial writes nothing, so nothing would check the known state: it
+    // is answered from it only once the store confirms its version, which
+    // it tells without the state itself.
     assert_eq!(remaining(&limiter, 1).await, None);
     let calls = store.calls();
-    assert_eq!((calls.gets, calls.puts), (2, 10));
+    assert_eq!((calls.gets, calls.versions, calls.puts), (1, 1, 10));
+    let stats = limiter.stats();
+    assert_eq!((stats.known, stats.checked, stats.stale), (10, 1, 0));
+}
+
+#[tokio::test]
+async fn a_denial_on_a_state_another_writer_changed_is_decided_on_a_read() {
+    let store = counting();
+    let one = limiter_on(store.clone(), Count { limit: 10 });
+    assert_eq!(remaining(&one, 10).await, Some(0));
+    // Another process writes the key: 4 used, at a new version. `one`
+    // knows 10 used, a denial; the version it knows is not stored.
+    let key = one.key(b"c");
+    store
+        .put(&key, b"4", Duration::from_secs(60), PutCondition::Always)
+        .await
+        .unwrap();
+    assert_eq!(remaining(&one, 1).await, Some(5));
+    let calls = store.calls();
+    assert_eq!((calls.versions, calls.gets), (1, 2), "checked, then read");
+    let stats = one.stats();
+    assert_eq!((stats.checked, stats.stale), (1, 1));
+    // Known again from that write, and still stored: a denial now is
+    // checked and answered.
+    assert_eq!(remaining(&one, 6).await, None);
+    assert_eq!(store.calls().gets, 2);
+    assert_eq!(one.stats().checked, 2);
 }
 
 #[tokio::test]
@@ -71,13 +98,14 @@ async fn a_deleted_state_is_not_believed() {
     // another process): the known state says 10 used, the store nothing.
     store.delete(&[limiter.key(b"c")]).await.unwrap();
     // Decided on the known state this would be a denial, which writes
-    // nothing and so is never answered without a read.
+    // nothing: the store tells the key is gone, so it is read and
+    // decided on no state.
     assert_eq!(remaining(&limiter, 1).await, Some(9));
     // Deleted again: the write on the known version finds the key gone.
     store.delete(&[limiter.key(b"c")]).await.unwrap();
     assert_eq!(remaining(&limiter, 2).await, Some(8));
     let stats = limiter.stats();
-    assert_eq!((stats.known, stats.stale), (1, 1));
+    assert_eq!((stats.known, stats.checked, stats.stale), (2, 1, 2));
 }
 
 #[tokio::test]

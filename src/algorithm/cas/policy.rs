@@ -95,8 +95,11 @@ impl CasPolicy {
     /// ([`CasStats::stale`](crate::algorithm::CasStats::stale)), or, when
     /// the key is gone, on no state, written only if the key is still
     /// absent ([`CasStats::vanished`](crate::algorithm::CasStats::vanished)). A
-    /// decision that would write nothing always reads. The default is
-    /// [`DEFAULT_KNOWN_STATES`].
+    /// decision that would write nothing (a denial) asks the store for the
+    /// state's version alone ([`Store::version`](crate::store::Store::version))
+    /// and stands if it is the known one, or reads
+    /// ([`CasStats::checked`](crate::algorithm::CasStats::checked)). The
+    /// default is [`DEFAULT_KNOWN_STATES`].
     ///
     /// ```
     /// use memcache_ratelimit::algorithm::CasPolicy;

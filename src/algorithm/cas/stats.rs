@@ -56,6 +56,12 @@ pub struct CasStats {
     /// on no state: written on the version or, if the key is gone, as new,
     /// in one round trip. Not counted in `stale` or `vanished`.
     pub either: u64,
+    /// Of the `known` attempts, those that wrote nothing (denials that
+    /// leave the state as it was): the store was asked for the state's
+    /// version alone, and the group answered from the known state when it
+    /// was still the stored one. A state changed or gone counts in `stale`
+    /// too, and the group decided again on a read.
+    pub checked: u64,
 }
 
 /// The counters behind [`CasStats`], by index.
@@ -70,9 +76,10 @@ pub(super) const KNOWN: usize = 7;
 pub(super) const STALE: usize = 8;
 pub(super) const VANISHED: usize = 9;
 pub(super) const EITHER: usize = 10;
+pub(super) const CHECKED: usize = 11;
 
 #[derive(Debug, Default)]
-pub(super) struct Counters([AtomicU64; 11]);
+pub(super) struct Counters([AtomicU64; 12]);
 
 impl Counters {
     pub(super) fn bump(&self, index: usize) {
@@ -97,6 +104,7 @@ impl Counters {
             stale: n(STALE),
             vanished: n(VANISHED),
             either: n(EITHER),
+            checked: n(CHECKED),
         }
     }
 }

@@ -240,6 +240,17 @@ impl Store for MemcachedStore {
         .map_err(|error| self.named(error, key))
     }
 
+    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        match &self.backend {
+            Backend::Meta(meta) => meta.version(key).await,
+            Backend::Classic(classic) => classic
+                .get(key)
+                .await
+                .map(|stored| stored.map(|stored| stored.version)),
+        }
+        .map_err(|error| self.named(error, key))
+    }
+
     async fn put_versioned(
         &self,
         key: &[u8],

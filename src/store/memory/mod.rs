@@ -210,6 +210,16 @@ impl Store for MemoryStore {
         }))
     }
 
+    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        check_key(key)?;
+        let hashed = self.hashed(key);
+        let now = self.now();
+        Ok(self
+            .shard(hashed)
+            .live(hashed, now)
+            .map(|item| item.version))
+    }
+
     async fn put_versioned(
         &self,
         key: &[u8],

@@ -78,7 +78,12 @@ const VERSION: u8 = 3;
 /// its distance from the previous one (1 byte for entries of one request,
 /// 1 to 8 bytes otherwise). A denial reads the ends and the oldest entries
 /// only, not the whole log; a write keeps the distances of the entries
-/// that stay as they are, when the check shows the log was written so.
+/// that stay as they are, when the check shows the log was written so. A
+/// denial on a log this limiter wrote or read last does not fetch it at
+/// all: the store is asked whether it still holds that log's version
+/// ([`CasPolicy::known_states`](crate::algorithm::CasPolicy::known_states)),
+/// so a client kept at a full log of 10,000 entries costs memcached a
+/// dozen bytes a request, not the log's tens of kilobytes.
 ///
 /// **Decision**: `remaining` is `limit` minus the entries after the
 /// decision; `retry_after` is the time until enough of the oldest entries

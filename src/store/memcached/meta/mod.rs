@@ -313,6 +313,22 @@ impl MetaStore {
         Ok(Some(Versioned { value, version }))
     }
 
+    /// The version of `key`, without its value (`mg <key> c`).
+    pub(super) async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        check_key(key)?;
+        let mut request = Request::with_capacity(1, key.len(), 0);
+        request.version(key);
+        match only(self.exchange(key, NO_KEYS, request).await?)? {
+            Reply::Miss => Ok(None),
+            Reply::Done { cas: Some(version) } => Ok(Some(version)),
+            Reply::Done { cas: None } => Err(StoreError::new(
+                StoreErrorKind::Protocol,
+                "a version read returned no CAS token",
+            )),
+            _ => Err(out_of_kind("version read")),
+        }
+    }
+
     /// Writes `value` if `condition` holds, asking memcached for the
     /// written item's CAS token (`c`).
     pub(super) async fn put_versioned(

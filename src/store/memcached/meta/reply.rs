@@ -148,6 +148,7 @@ impl Header {
         };
         let expected = match verb {
             Verb::Get | Verb::ReadCounter => matches!(reply, Reply::Value { .. } | Reply::Miss),
+            Verb::Version => matches!(reply, Reply::Done { .. } | Reply::Miss),
             Verb::Arithmetic => !matches!(reply, Reply::Done { .. } | Reply::Miss),
             Verb::Set => !matches!(reply, Reply::Value { .. } | Reply::Miss),
             Verb::Delete => matches!(reply, Reply::Done { .. } | Reply::NotFound | Reply::Exists),
@@ -217,6 +218,11 @@ mod tests {
             cas: Some(7),
         };
         assert_eq!(parse("VA 12 c7", Verb::Get), Ok((value, Some(12))));
+        assert_eq!(
+            parse("HD c7", Verb::Version),
+            Ok((Reply::Done { cas: Some(7) }, None))
+        );
+        assert_eq!(parse("EN", Verb::Version), Ok((Reply::Miss, None)));
     }
 
     #[test]
@@ -258,6 +264,8 @@ mod tests {
             ("EN", Verb::Arithmetic),
             ("NS", Verb::Delete),
             ("VA", Verb::Get),
+            ("VA 1", Verb::Version),
+            ("NF", Verb::Version),
             ("VA x", Verb::Get),
             ("MN", Verb::Get),
             ("", Verb::Get),

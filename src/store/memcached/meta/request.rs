@@ -29,6 +29,8 @@ pub(crate) enum Verb {
     /// `mg <key> v` of a counter: the same replies, the value read as a
     /// number where it is one.
     ReadCounter,
+    /// `mg <key> c`: `HD` with the CAS token, or `EN`.
+    Version,
     /// `ma <key> v ...`: `VA` and the new value, `NF`, `NS` or `EX`.
     Arithmetic,
     /// `ms <key> <length> ...`: `HD`, `NS`, `EX` or `NF`.
@@ -41,7 +43,7 @@ impl Verb {
     /// Whether the operation can change what memcached holds, so that one
     /// sent and not answered may or may not have happened.
     pub(crate) fn writes(self) -> bool {
-        !matches!(self, Verb::Get | Verb::ReadCounter)
+        !matches!(self, Verb::Get | Verb::ReadCounter | Verb::Version)
     }
 }
 
@@ -139,6 +141,13 @@ impl Request {
         self.start(b"mg ", key);
         self.bytes.extend_from_slice(b" v c");
         self.end(Verb::Get)
+    }
+
+    /// Reads `key`'s CAS token alone.
+    pub(crate) fn version(&mut self, key: &[u8]) -> &mut Self {
+        self.start(b"mg ", key);
+        self.bytes.extend_from_slice(b" c");
+        self.end(Verb::Version)
     }
 
     /// Reads `key`'s value as a counter.
@@ -246,10 +255,11 @@ mod tests {
 
     #[test]
     fn every_operation_is_one_line_with_memcacheds_flags() {
-        let mut request = Request::with_capacity(7, 7, 5);
+        let mut request = Request::with_capacity(8, 8, 5);
         request
             .increment(b"a", 5, 60)
             .get(b"b")
+            .version(b"h")
             .read_counter(b"c")
             .decrement(b"d", 2)
             .set(b"e", b"x\r\ny", 30, PutCondition::Version(9))
@@ -257,13 +267,13 @@ mod tests {
             .delete(b"g");
         assert_eq!(
             String::from_utf8_lossy(request.bytes()),
-            "ma a v D5 N60 J5\r\nmg b v c\r\nmg c v\r\nma d v MD D2\r\n\
+            "ma a v D5 N60 J5\r\nmg b v c\r\nmg h c\r\nmg c v\r\nma d v MD D2\r\n\
              ms e 4 c T30 C9\r\nx\r\ny\r\nms f 1 c T30 ME\r\n1\r\nmd g\r\n"
         );
         assert!(request.writes());
-        assert_eq!(request.len(), 7);
+        assert_eq!(request.len(), 8);
         let mut reads = Request::default();
-        reads.get(b"a").read_counter(b"b");
+        reads.get(b"a").read_counter(b"b").version(b"c");
         assert!(!reads.writes());
     }
 
