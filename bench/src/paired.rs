@@ -101,6 +101,12 @@ enum Kind {
     /// with no client library: the floor, on this machine, of a decision
     /// that must read that many keys besides its increment.
     RawVisit(usize),
+    /// [`RawVisit`](Self::RawVisit) whose increment is of the client's
+    /// key of the current second (`<key>:<unix second>`), which memcached
+    /// creates unless the client came in the same second: the floor of a
+    /// window of 1 s sub-windows, whose returning client finds its
+    /// current sub-window new.
+    RawFreshVisit(usize),
     Limiter(Case),
 }
 
@@ -117,6 +123,9 @@ impl Kind {
             Kind::CasWrite => "bare compare-and-swap write".into(),
             Kind::RawVisit(0) => "raw increment, own socket".into(),
             Kind::RawVisit(reads) => format!("raw increment + {reads} absent reads, own socket"),
+            Kind::RawFreshVisit(reads) => {
+                format!("raw increment of this second's key + {reads} absent reads, own socket")
+            }
             Kind::Limiter(case) => case.name(),
         }
     }
@@ -128,6 +137,7 @@ fn kinds(visit_reads: usize) -> Vec<Kind> {
         Kind::CasWrite,
         Kind::RawVisit(0),
         Kind::RawVisit(visit_reads),
+        Kind::RawFreshVisit(visit_reads),
     ]
     .into_iter()
     .chain(Case::ALL.into_iter().map(Kind::Limiter))
@@ -142,6 +152,8 @@ enum Paired {
     RawVisit {
         pipeline: tokio::sync::Mutex<Pipeline>,
         reads: usize,
+        /// Whether the increment is of the key of the current second.
+        fresh: bool,
     },
     Limiter(Arc<RateLimiter>),
 }
@@ -241,10 +253,14 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
             .map(|_| true)
             .map_err(|error| error.to_string()),
         Paired::CasWrite(versions) => cas_write(raw, versions, key).await,
-        Paired::RawVisit { pipeline, reads } => pipeline
+        Paired::RawVisit {
+            pipeline,
+            reads,
+            fresh,
+        } => pipeline
             .lock()
             .await
-            .visit(key, *reads, RAW_TTL)
+            .visit(&visited(key, *fresh), *reads, RAW_TTL)
             .await
             .map(|_| true)
             .map_err(|error| error.to_string()),
@@ -277,6 +293,22 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
 /// Writes [`CAS_WRITE_STATE`] at `key` on the version its last write
 /// returned, as new if there is none, and keeps the new version; a write
 /// that finds the key changed or gone writes again unconditionally.
+/// The key a raw visit increments: the client's, or, `fresh`, the
+/// client's key of the current second.
+fn visited(key: &[u8], fresh: bool) -> std::borrow::Cow<'_, [u8]> {
+    if !fresh {
+        return key.into();
+    }
+    let second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_secs();
+    let mut fresh = key.to_vec();
+    fresh.push(b':');
+    fresh.extend_from_slice(second.to_string().as_bytes());
+    fresh.into()
+}
+
 async fn cas_write(
     raw: &AsyncMetaClient,
     versions: &RefCell<HashMap<Vec<u8>, u64>>,
@@ -374,12 +406,20 @@ pub fn run(mut args: Args) {
             let (paired, prefix) = match kind {
                 Kind::Increment => (Paired::Increment, "raw:"),
                 Kind::CasWrite => (Paired::CasWrite(RefCell::default()), "raw:"),
-                Kind::RawVisit(reads) => {
+                Kind::RawVisit(reads) | Kind::RawFreshVisit(reads) => {
                     let pipeline = runtime
                         .block_on(Pipeline::connect(&address))
                         .expect("a connection to memcached");
                     let pipeline = tokio::sync::Mutex::new(pipeline);
-                    (Paired::RawVisit { pipeline, reads }, "raw:")
+                    let fresh = matches!(kind, Kind::RawFreshVisit(_));
+                    (
+                        Paired::RawVisit {
+                            pipeline,
+                            reads,
+                            fresh,
+                        },
+                        "raw:",
+                    )
                 }
                 Kind::Limiter(case) => {
                     let setup = Setup {
