@@ -29,14 +29,41 @@ async fn fill(limiter: &RateLimiter, clock: &ManualClock, client: &[u8]) {
     }
 }
 
-#[tokio::test]
-async fn a_denial_on_a_full_sliding_log_does_not_fetch_the_log() {
+/// A memcached, a store on it, a clock, and a log of 1,000 a minute whose
+/// client (tagged `tag`) has filled it.
+struct Filled {
+    server: Memcached,
+    store: Arc<MemcachedStore>,
+    clock: ManualClock,
+    limiter: RateLimiter,
+    client: Vec<u8>,
+}
+
+async fn filled(tag: &str) -> Filled {
     let server = Memcached::start();
     let store = Arc::new(MemcachedStore::connect([server.address()]).await.unwrap());
     let clock = ManualClock::from_unix_secs(T0);
     let limiter = log(store.clone(), &clock);
-    let client = unique_client("known-denial");
+    let client = unique_client(tag);
     fill(&limiter, &clock, &client).await;
+    Filled {
+        server,
+        store,
+        clock,
+        limiter,
+        client,
+    }
+}
+
+#[tokio::test]
+async fn a_denial_on_a_full_sliding_log_does_not_fetch_the_log() {
+    let Filled {
+        server,
+        store,
+        limiter,
+        client,
+        ..
+    } = filled("known-denial").await;
     let key = common::state_key(&limiter, &client);
     let stored = store.get(&key).await.unwrap().unwrap().value.len();
     assert!(stored > 2_000, "a log of {stored} bytes");
@@ -56,12 +83,13 @@ async fn a_denial_on_a_full_sliding_log_does_not_fetch_the_log() {
 
 #[tokio::test]
 async fn a_denial_on_a_log_someone_rewrote_is_decided_on_the_stored_log() {
-    let server = Memcached::start();
-    let store = Arc::new(MemcachedStore::connect([server.address()]).await.unwrap());
-    let clock = ManualClock::from_unix_secs(T0);
-    let limiter = log(store.clone(), &clock);
-    let client = unique_client("rewritten");
-    fill(&limiter, &clock, &client).await;
+    let Filled {
+        server: _server,
+        store,
+        clock,
+        limiter,
+        client,
+    } = filled("rewritten").await;
     assert!(limiter.check(&client).await.unwrap().is_denied());
     // Another instance, with the same log of 1,000 a minute, admits one
     // request on a log of its own: an operator's reset, say, then one
