@@ -20,8 +20,9 @@
 //! first ([`CasPolicy`]), and skip the read of a state they wrote last
 //! themselves, writing on the version the store returned
 //! ([`CasPolicy::known_states`]): then an allowed decision is one store
-//! call, and a denial reads the state's version alone
-//! ([`Store::version`](crate::store::Store::version)), not the state.
+//! call, and a denial on a long sliding log reads the state's version
+//! alone ([`Store::version`](crate::store::Store::version)), not the
+//! state.
 
 mod cas;
 mod choice;

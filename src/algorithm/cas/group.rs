@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::combining::{Combiner, Decided, Decider, Failure, Group, Waiter};
 use super::core::CasCore;
+use super::known::Known;
 use super::optimistic::Engine;
 use super::stats::{
     ATTEMPTS, CHECKED, COMBINED, CONFLICTS, EITHER, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED,
@@ -91,7 +92,8 @@ impl<C: CasCore> Engine<C> {
                     // Nothing changed: nothing to write, nothing to lose.
                     // What was read is still what is stored.
                     if let (Some(stored), Some(state), false) = (current, state, repaired) {
-                        self.known.remember(key, state, stored.version);
+                        self.known
+                            .remember(key, state, stored.version, stored.value.len());
                     }
                     return Ok(self.combined(decided));
                 }
@@ -159,7 +161,13 @@ impl<C: CasCore> Engine<C> {
         if !self.known.worth_trying() {
             return Ok(None);
         }
-        let Some((mut state, version, expires_at)) = self.known.read(key) else {
+        let Some(Known {
+            mut state,
+            version,
+            expires_at,
+            size,
+        }) = self.known.read(key)
+        else {
             return Ok(None);
         };
         let now = first.ask.now;
@@ -177,9 +185,14 @@ impl<C: CasCore> Engine<C> {
         let (state, ttl, decided) = self.apply(known, group);
         let (Some(ttl), Some(last)) = (ttl, state) else {
             return match condition {
-                // Boxed, as the read it replaces is: every decision's
-                // future would otherwise carry the decisions beside it.
-                PutCondition::Version(version) => {
+                // Only where a read would carry much more than a version,
+                // and a check is seldom stale: a changed state costs it a
+                // second round trip. Boxed, as the read it replaces is:
+                // every decision's future would otherwise carry the
+                // decisions beside it.
+                PutCondition::Version(version)
+                    if size >= self.policy.check_versions_from && self.known.mostly_current() =>
+                {
                     Box::pin(self.confirm(key, version, decided)).await
                 }
                 _ => Ok(None),
@@ -308,7 +321,8 @@ impl<C: CasCore> Engine<C> {
                     .ok()
                     .and_then(|nanos| now.checked_add(nanos))
                     .unwrap_or(i64::MAX);
-                self.known.remember_until(key, state, version, expires_at);
+                self.known
+                    .remember_until(key, state, version, expires_at, value.len());
                 Ok(PutOutcome::Stored)
             }
             Ok((outcome, _)) => {

@@ -20,13 +20,16 @@
 //! A decision that writes nothing (a denial that leaves the state as it
 //! was) has no write to check that the known state is still current, and
 //! a denial's reply (the tokens available, the time to wait) must come
-//! from the state as stored. So it asks the store for the state's version
-//! alone ([`Store::version`], memcached's `mg` with `c` and no `v`): one
+//! from the state as stored. So, where the state is large and the known
+//! states have nearly all been current of late, it asks the store for the
+//! state's version alone ([`Store::version`], memcached's `mg` with `c` and no `v`): one
 //! round trip, as a read, but with no state in the answer, which for a
 //! full sliding log is most of what a read carries. If the version is the
 //! known one, the stored state is the known one and the denial stands;
 //! if not, the decision reads, as without this cache, and the state it
-//! read becomes the known one.
+//! read becomes the known one. A small state, or one that other writers
+//! often change, is read as before: its read costs hardly more than the
+//! check, and a stale check costs a second round trip.
 //!
 //! A known state pays while it is usually still current: a fresh one saves
 //! a read, a changed one costs a failed write before the read, and a gone
@@ -85,6 +88,20 @@ struct Entry<S> {
     /// When the store drops the item, as the limiter's clock reads it
     /// (unix nanoseconds), if the limiter wrote it; `i64::MAX` if unknown.
     expires_at: i64,
+    /// The bytes the state takes in the store.
+    size: usize,
+}
+
+/// A key's known state, as [`KnownStates::read`] gives it.
+#[derive(Debug)]
+pub(super) struct Known<S> {
+    pub(super) state: S,
+    /// The version it was stored at.
+    pub(super) version: u64,
+    /// When the store drops it (`i64::MAX` if not known).
+    pub(super) expires_at: i64,
+    /// The bytes it takes in the store: what a read of it would carry.
+    pub(super) size: usize,
 }
 
 #[derive(Debug)]
@@ -191,27 +208,48 @@ impl<S: Clone> KnownStates<S> {
         Some((hash, shard))
     }
 
-    /// The known state of `key`, with its version and when the store drops
-    /// it (`i64::MAX` if not known).
-    pub(super) fn read(&self, key: &[u8]) -> Option<(S, u64, i64)> {
+    /// Whether nearly every recent try on a known state found it current
+    /// (at most one in eight stale): a decision that writes nothing then
+    /// checks the known state's version rather than reading it, since a
+    /// stale one costs it a second round trip.
+    pub(super) fn mostly_current(&self) -> bool {
+        8 * self.stale.load(Relaxed) <= self.tried.load(Relaxed)
+    }
+
+    /// The known state of `key`, with its version, when the store drops it
+    /// and its size there.
+    pub(super) fn read(&self, key: &[u8]) -> Option<Known<S>> {
         let (hash, shard) = self.shard(key)?;
         let matches = |entry: &Entry<S>| entry.hash == hash && *entry.key == *key;
         let known = shard
             .current
             .find(hash, matches)
             .or_else(|| shard.previous.find(hash, matches))?;
-        Some((known.state.clone(), known.version, known.expires_at))
+        Some(Known {
+            state: known.state.clone(),
+            version: known.version,
+            expires_at: known.expires_at,
+            size: known.size,
+        })
     }
 
-    /// Remembers `state`, stored at `version`, as the state of `key`, with
-    /// no known lifetime; an entry already there is overwritten in place.
-    pub(super) fn remember(&self, key: &[u8], state: S, version: u64) {
-        self.remember_until(key, state, version, i64::MAX);
+    /// Remembers `state`, stored at `version` in `size` bytes, as the state
+    /// of `key`, with no known lifetime; an entry already there is
+    /// overwritten in place.
+    pub(super) fn remember(&self, key: &[u8], state: S, version: u64, size: usize) {
+        self.remember_until(key, state, version, i64::MAX, size);
     }
 
     /// [`remember`](Self::remember), for a state the store drops at
     /// `expires_at` (unix nanoseconds, the limiter's clock).
-    pub(super) fn remember_until(&self, key: &[u8], state: S, version: u64, expires_at: i64) {
+    pub(super) fn remember_until(
+        &self,
+        key: &[u8],
+        state: S,
+        version: u64,
+        expires_at: i64,
+        size: usize,
+    ) {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
@@ -220,6 +258,7 @@ impl<S: Clone> KnownStates<S> {
             known.state = state;
             known.version = version;
             known.expires_at = expires_at;
+            known.size = size;
             return;
         }
         // Known in the previous generation: moved to the current one.
@@ -233,6 +272,7 @@ impl<S: Clone> KnownStates<S> {
             state,
             version,
             expires_at,
+            size,
         };
         let shared = self.shared.as_ref().filter(|_| new);
         let shared_full = shared.is_some_and(SharedKnownStates::full);
@@ -299,15 +339,15 @@ mod tests {
     use super::*;
 
     fn read(states: &KnownStates<Vec<u8>>, key: &[u8]) -> Option<(Vec<u8>, u64)> {
-        states.read(key).map(|(state, version, _)| (state, version))
+        states.read(key).map(|known| (known.state, known.version))
     }
 
     #[test]
     fn the_last_state_remembered_is_known_until_forgotten() {
         let states = KnownStates::new(1_000);
         assert_eq!(read(&states, b"k"), None);
-        states.remember(b"k", b"one".to_vec(), 1);
-        states.remember(b"k", b"two".to_vec(), 2);
+        states.remember(b"k", b"one".to_vec(), 1, 0);
+        states.remember(b"k", b"two".to_vec(), 2, 0);
         assert_eq!(read(&states, b"k"), Some((b"two".to_vec(), 2)));
         states.forget(b"k");
         assert_eq!(read(&states, b"k"), None);
@@ -336,7 +376,7 @@ mod tests {
     #[test]
     fn a_capacity_of_zero_knows_nothing() {
         let states = KnownStates::new(0);
-        states.remember(b"k", b"one".to_vec(), 1);
+        states.remember(b"k", b"one".to_vec(), 1, 0);
         assert_eq!(read(&states, b"k"), None);
     }
 
@@ -345,7 +385,7 @@ mod tests {
         let capacity = 3_200;
         let states = KnownStates::new(capacity);
         for i in 0..100_000u64 {
-            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i);
+            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i, 0);
             assert!(states.len() <= capacity + SHARDS, "{} at {i}", states.len());
         }
         // The most recent keys fill at least one generation of each shard.
@@ -368,7 +408,7 @@ mod tests {
         // plus the two keys per shard of each that a rotation may leave.
         for i in 0..50_000u64 {
             let states = if i % 3 == 0 { &first } else { &second };
-            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i);
+            states.remember(format!("key{i}").as_bytes(), i.to_be_bytes().to_vec(), i, 0);
             assert_eq!(shared.held(), first.len() + second.len(), "at {i}");
             assert!(
                 shared.held() <= bound + 2 * 2 * SHARDS,
@@ -379,7 +419,7 @@ mod tests {
         assert!(shared.held() >= bound / 2, "{}", shared.held());
         // Overwriting, moving between generations and forgetting keep the
         // count; a limiter dropped gives its keys back.
-        second.remember(b"key49999", b"again".to_vec(), 1);
+        second.remember(b"key49999", b"again".to_vec(), 1, 0);
         first.forget(b"key49998");
         second.forget(b"never known");
         assert_eq!(shared.held(), first.len() + second.len());
@@ -396,12 +436,12 @@ mod tests {
         let shared = SharedKnownStates::new(bound);
         let idle = KnownStates::<Vec<u8>>::within(&KnownBound::Shared(shared.clone()));
         for i in 0..bound as u64 {
-            idle.remember(format!("idle{i}").as_bytes(), vec![], i);
+            idle.remember(format!("idle{i}").as_bytes(), vec![], i, 0);
         }
         let idle_held = idle.len();
         let busy = KnownStates::within(&KnownBound::Shared(shared.clone()));
         for i in 0..10_000u64 {
-            busy.remember(format!("busy{i}").as_bytes(), vec![], i);
+            busy.remember(format!("busy{i}").as_bytes(), vec![], i, 0);
             assert!(
                 shared.held() <= bound + 2 * 2 * SHARDS,
                 "{} at {i}",
@@ -421,7 +461,7 @@ mod tests {
         // current generation, so its first key is in the previous one.
         let keys: Vec<Vec<u8>> = (0..200).map(|i| format!("k{i}").into_bytes()).collect();
         for (i, key) in keys.iter().enumerate() {
-            states.remember(key, b"v".to_vec(), i as u64);
+            states.remember(key, b"v".to_vec(), i as u64, 0);
         }
         let known: Vec<&Vec<u8>> = keys
             .iter()
@@ -429,7 +469,7 @@ mod tests {
             .collect();
         assert!(!known.is_empty());
         for key in &known {
-            states.remember(key, b"w".to_vec(), 7);
+            states.remember(key, b"w".to_vec(), 7, 0);
             assert_eq!(read(&states, key), Some((b"w".to_vec(), 7)));
         }
     }

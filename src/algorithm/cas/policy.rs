@@ -34,6 +34,9 @@ pub struct CasPolicy {
     pub(super) base_backoff: Duration,
     pub(super) max_backoff: Duration,
     pub(super) known_states: KnownBound,
+    /// The smallest stored state, in bytes, whose denial on a known state
+    /// checks its version instead of reading it.
+    pub(super) check_versions_from: usize,
 }
 
 /// How many keys' states a limiter remembers.
@@ -55,7 +58,23 @@ pub(super) enum KnownBound {
 /// such a load reading first.
 pub const DEFAULT_KNOWN_STATES: usize = 262_144;
 
+/// The smallest stored state, in bytes, whose denial on a known state asks
+/// the store for its version alone instead of reading it: below this a
+/// read's answer is hardly longer than a version's, and a state someone
+/// else changed would cost the check a second round trip for nothing. A
+/// sliding log past a few hundred entries is over it; a bucket's state
+/// (some 30 bytes) never is.
+const CHECK_VERSIONS_FROM: usize = 1024;
+
 impl CasPolicy {
+    /// Denials on known states of any size check their version: for the
+    /// tests' small states.
+    #[cfg(test)]
+    pub(super) fn checking_every_version(mut self) -> Self {
+        self.check_versions_from = 0;
+        self
+    }
+
     /// At most `attempts` tries (1 to 1,000); before retry `k` the loop
     /// sleeps a random time up to `base_backoff × 2^(k−1)`, capped at
     /// `max_backoff`.
@@ -81,6 +100,7 @@ impl CasPolicy {
             base_backoff,
             max_backoff,
             known_states: KnownBound::Keys(DEFAULT_KNOWN_STATES),
+            check_versions_from: CHECK_VERSIONS_FROM,
         })
     }
 
@@ -95,11 +115,13 @@ impl CasPolicy {
     /// ([`CasStats::stale`](crate::algorithm::CasStats::stale)), or, when
     /// the key is gone, on no state, written only if the key is still
     /// absent ([`CasStats::vanished`](crate::algorithm::CasStats::vanished)). A
-    /// decision that would write nothing (a denial) asks the store for the
-    /// state's version alone ([`Store::version`](crate::store::Store::version))
-    /// and stands if it is the known one, or reads
-    /// ([`CasStats::checked`](crate::algorithm::CasStats::checked)). The
-    /// default is [`DEFAULT_KNOWN_STATES`].
+    /// decision that would write nothing (a denial) on a known state of
+    /// 1 KiB or more (a long sliding log), while nearly every recent try
+    /// found its known state current, asks the store for the state's
+    /// version alone ([`Store::version`](crate::store::Store::version)) and
+    /// stands if it is the known one, or reads
+    /// ([`CasStats::checked`](crate::algorithm::CasStats::checked)); any
+    /// other denial reads. The default is [`DEFAULT_KNOWN_STATES`].
     ///
     /// ```
     /// use memcache_ratelimit::algorithm::CasPolicy;
@@ -170,6 +192,7 @@ impl Default for CasPolicy {
             base_backoff: Duration::from_micros(500),
             max_backoff: Duration::from_millis(10),
             known_states: KnownBound::Keys(DEFAULT_KNOWN_STATES),
+            check_versions_from: CHECK_VERSIONS_FROM,
         }
     }
 }

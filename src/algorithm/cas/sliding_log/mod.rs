@@ -79,8 +79,9 @@ const VERSION: u8 = 3;
 /// 1 to 8 bytes otherwise). A denial reads the ends and the oldest entries
 /// only, not the whole log; a write keeps the distances of the entries
 /// that stay as they are, when the check shows the log was written so. A
-/// denial on a log this limiter wrote or read last does not fetch it at
-/// all: the store is asked whether it still holds that log's version
+/// denial on a log of 1 KiB or more that this limiter wrote or read last
+/// does not fetch it at all, while its known logs are nearly always
+/// current: the store is asked whether it still holds that log's version
 /// ([`CasPolicy::known_states`](crate::algorithm::CasPolicy::known_states)),
 /// so a client kept at a full log of 10,000 entries costs memcached a
 /// dozen bytes a request, not the log's tens of kilobytes.
