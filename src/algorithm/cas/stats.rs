@@ -59,10 +59,10 @@ pub struct CasStats {
     /// Of the `known` attempts, those that wrote nothing (denials that
     /// leave the state as it was) on a state of 1 KiB or more, while
     /// nearly every recent try found its known state current: the store
-    /// was asked for the state's
-    /// version alone, and the group answered from the known state when it
-    /// was still the stored one. A state changed or gone counts in `stale`
-    /// too, and the group decided again on a read.
+    /// was asked for the state's version alone, and the group answered
+    /// from the known state when it was still the stored one. A state
+    /// changed or gone counts in `stale` too, and the group decided again
+    /// on a read.
     pub checked: u64,
 }
 

@@ -10,7 +10,7 @@ use crate::error::StoreError;
 type Answer = Result<Reply, StoreError>;
 
 thread_local! {
-    static LISTS: Kept<Answer> = const { std::cell::RefCell::new(recycled::Pool::new()) };
+    static LISTS: Kept<Answer> = const { recycled::none_kept() };
 }
 
 /// One request's answers, in order.

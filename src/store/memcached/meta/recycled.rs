@@ -38,18 +38,16 @@ pub(super) struct Pool<T> {
     bytes: usize,
 }
 
-impl<T> Pool<T> {
-    /// An empty pool, for a `thread_local!`'s `const` initializer.
-    pub(super) const fn new() -> Self {
-        Self {
-            buffers: Vec::new(),
-            bytes: 0,
-        }
-    }
-}
-
 /// A thread's kept buffers of one kind.
 pub(super) type Kept<T> = RefCell<Pool<T>>;
+
+/// No kept buffers yet: a `thread_local!` pool's `const` initializer.
+pub(super) const fn none_kept<T>() -> Kept<T> {
+    RefCell::new(Pool {
+        buffers: Vec::new(),
+        bytes: 0,
+    })
+}
 
 /// The bytes `buffer` holds room for.
 fn size<T>(buffer: &Vec<T>) -> usize {
@@ -95,8 +93,8 @@ mod tests {
     use super::*;
 
     thread_local! {
-        static BYTES: Kept<u8> = const { RefCell::new(Pool::new()) };
-        static WORDS: Kept<u64> = const { RefCell::new(Pool::new()) };
+        static BYTES: Kept<u8> = const { none_kept() };
+        static WORDS: Kept<u64> = const { none_kept() };
     }
 
     /// How many buffers `pool` keeps, taking them all out.

@@ -9,7 +9,7 @@
 //! every operation gets exactly one reply, in order, and a reply of the
 //! wrong kind for its operation stops the exchange.
 
-use super::recycled::{self, Kept, Pool};
+use super::recycled::{self, none_kept, Kept};
 use crate::store::PutCondition;
 
 /// The most bytes an operation's line takes besides its key (and its
@@ -23,9 +23,9 @@ const READ_LINE: usize = 16;
 
 thread_local! {
     /// Requests' bytes this thread kept ([`recycled`]).
-    static BYTES: Kept<u8> = const { std::cell::RefCell::new(Pool::new()) };
+    static BYTES: Kept<u8> = const { none_kept() };
     /// Requests' lists of operations this thread kept.
-    static OPERATIONS: Kept<(Verb, usize)> = const { std::cell::RefCell::new(Pool::new()) };
+    static OPERATIONS: Kept<(Verb, usize)> = const { none_kept() };
 }
 
 /// An operation's verb, which says what its reply can be.
@@ -246,8 +246,8 @@ impl Request {
         part
     }
 
-    /// Begins an operation's line: its command and key. Inlined, as it
-    /// was before reads took one more path through it.
+    /// Begins an operation's line: its command and key. Inlined: every
+    /// operation's builder starts here.
     #[inline]
     fn start(&mut self, command: &[u8], key: &[u8]) {
         self.bytes.reserve(key.len() + LINE);
