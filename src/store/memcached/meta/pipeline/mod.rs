@@ -52,6 +52,7 @@
 //! runtime of the call that started it, and ends with its store; like the
 //! pooled connections, a store is meant to be used from one runtime.
 
+mod handoff;
 mod slot;
 mod stats;
 
@@ -59,8 +60,6 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Poll, Waker};
 use std::time::Duration;
-
-use tokio::sync::oneshot;
 
 use self::slot::{InlineSlot, Slot};
 pub use self::stats::PipelineStats;
@@ -93,11 +92,11 @@ struct Job {
     /// per-thread cache (seven blocks a size), and each list then cost
     /// some 400 instructions (callgrind, 256 in flight).
     answers: Answers,
-    reply: oneshot::Sender<JobResults>,
+    reply: handoff::Sender,
 }
 
 impl Job {
-    fn new(request: Request, reply: oneshot::Sender<JobResults>) -> Self {
+    fn new(request: Request, reply: handoff::Sender) -> Self {
         Self {
             answers: room_for(&request),
             request,
@@ -286,7 +285,7 @@ enum Admission {
     /// It took a free batch slot and runs its operations itself.
     Slot(Request),
     /// Every slot was busy: its job is queued for the next batch.
-    Queued(oneshot::Receiver<JobResults>),
+    Queued(handoff::Receiver),
 }
 
 impl Inner {
@@ -296,7 +295,7 @@ impl Inner {
             state.in_flight += 1;
             return Admission::Slot(request);
         }
-        let (reply, answer) = oneshot::channel();
+        let (reply, answer) = handoff::channel();
         state.queue.push_back(Job::new(request, reply));
         Admission::Queued(answer)
     }
@@ -360,13 +359,13 @@ impl Inner {
         match self.exchange(lane, jobs, answers, kept).await {
             Ok(()) => {
                 for (job, answers) in jobs.drain(..).zip(answers.drain(..)) {
-                    let _ = job.reply.send(Ok(answers));
+                    job.reply.send(Ok(answers));
                 }
             }
             Err(error) => {
                 // No connection could be had: nothing was sent.
                 for job in jobs.drain(..) {
-                    let _ = job.reply.send(Err(error.clone()));
+                    job.reply.send(Err(error.clone()));
                 }
             }
         }
@@ -504,7 +503,7 @@ impl Inner {
             ),
         );
         for job in jobs {
-            let _ = job.reply.send(Err(error.clone()));
+            job.reply.send(Err(error.clone()));
         }
     }
 }
@@ -513,8 +512,8 @@ impl Inner {
 mod tests {
     use super::*;
 
-    fn job(ops: usize) -> (Job, oneshot::Receiver<JobResults>) {
-        let (reply, answer) = oneshot::channel();
+    fn job(ops: usize) -> (Job, handoff::Receiver) {
+        let (reply, answer) = handoff::channel();
         let mut request = Request::default();
         for _ in 0..ops {
             request.read_counter(b"k");
