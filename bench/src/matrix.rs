@@ -495,7 +495,7 @@ pub fn run(mut args: Args) {
     );
     println!("- client: one tokio current_thread runtime (a single thread); each in-flight slot is a spawned task that sends its next request as soon as the previous one is answered");
     println!(
-        "- {} run(s) of {} s per case; in flight: {:?}; seed {}",
+        "- {} run(s) of {} s per case and depth; in flight: {:?}, each depth on an empty memcached with a new target, warmed up in \"many\" mode; seed {}",
         args.timing.runs, args.timing.seconds, args.in_flight, args.seed
     );
     println!("- quota {OPEN_QUOTA} (SlidingLog: {LOG_QUOTA}, its maximum), deadline {DEADLINE:?} (the default), I/O timeout {IO_TIMEOUT:?}, CAS policy: 100 attempts, backoff 50 µs to 5 ms");
@@ -525,40 +525,45 @@ pub fn run(mut args: Args) {
     for &mode in modes.iter().filter(|_| !args.memory_only) {
         let mut mode_results = Vec::new();
         for &kind in &kinds {
-            let target = Arc::new(runtime.block_on(target(kind, &server.address())));
             let keys = client_keys(key_prefix(kind));
-            // Every case starts on an empty memcached; its runs then go on
-            // from where the one before left, as a service's do.
-            server.flush_all();
-            if mode == Mode::Many && matches!(kind, Kind::Limiter(_)) {
-                // Steady state, as in a long-running service: a sliding
-                // window's decision reads the buckets its client's last one
-                // left unsealed or that were sealed since, so it costs more
-                // the longer ago that was, and a compare-and-swap decision
-                // reads first unless the limiter knows its client's state:
-                // a cold start is slow. Passes of one decision per client,
-                // until a pass is no more than 10% faster than the one
-                // before (at most WARM_UP_PASSES).
-                let mut last = f64::INFINITY;
-                for pass in 1..=WARM_UP_PASSES {
-                    let warm = Instant::now();
-                    let errors = runtime.block_on(fill(&target, &keys));
-                    let took = warm.elapsed().as_secs_f64();
-                    bar.suspend(|| eprintln!(
+            for &in_flight in &args.in_flight {
+                if args.ratios_only && !read_by_ratios(kind, in_flight) {
+                    continue;
+                }
+                // Every depth of a case starts on an empty memcached, with a new
+                // target warmed up the same way; its runs then go on from where
+                // the one before left, as a service's do. Depths measured one
+                // after another on the same state were not alike: a sliding
+                // log's decision costs more the more its client decided within
+                // the last minute, and a case's last depth, measured some 20 s
+                // after its first, found logs some three times longer.
+                let target = Arc::new(runtime.block_on(target(kind, &server.address())));
+                server.flush_all();
+                if mode == Mode::Many && matches!(kind, Kind::Limiter(_)) {
+                    // Steady state, as in a long-running service: a sliding
+                    // window's decision reads the buckets its client's last one
+                    // left unsealed or that were sealed since, so it costs more
+                    // the longer ago that was, and a compare-and-swap decision
+                    // reads first unless the limiter knows its client's state:
+                    // a cold start is slow. Passes of one decision per client,
+                    // until a pass is no more than 10% faster than the one
+                    // before (at most WARM_UP_PASSES).
+                    let mut last = f64::INFINITY;
+                    for pass in 1..=WARM_UP_PASSES {
+                        let warm = Instant::now();
+                        let errors = runtime.block_on(fill(&target, &keys));
+                        let took = warm.elapsed().as_secs_f64();
+                        bar.suspend(|| eprintln!(
                         "[{:>6.0} s] {:?} {}: warm-up pass {pass}, one decision per client, {took:.1} s, {errors} errors",
                         started.elapsed().as_secs_f64(),
                         mode,
                         kind.name(),
                     ));
-                    if took > 0.9 * last {
-                        break;
+                        if took > 0.9 * last {
+                            break;
+                        }
+                        last = took;
                     }
-                    last = took;
-                }
-            }
-            for &in_flight in &args.in_flight {
-                if args.ratios_only && !read_by_ratios(kind, in_flight) {
-                    continue;
                 }
                 let mut runs = Vec::new();
                 for run in 0..args.timing.runs {
