@@ -203,12 +203,19 @@ mod tests {
         results.expect("answers").len()
     }
 
-    #[test]
-    fn results_sent_wake_the_waiting_call_and_reach_it() {
+    /// A new hand-off whose receiver has waited once, with what counts
+    /// its wake-ups.
+    fn waiting() -> (Arc<Counted>, Waker, Sender, Receiver) {
         let woken = Arc::new(Counted(AtomicUsize::new(0)));
         let waker = Waker::from(Arc::clone(&woken));
         let (sender, mut receiver) = channel();
-        assert!(poll(&mut receiver, &waker).is_pending());
+        assert!(poll(&mut receiver, &waker).is_pending(), "nothing sent yet");
+        (woken, waker, sender, receiver)
+    }
+
+    #[test]
+    fn results_sent_wake_the_waiting_call_and_reach_it() {
+        let (woken, waker, sender, mut receiver) = waiting();
         assert!(!sender.is_closed());
         sender.send(Ok(Default::default()));
         assert_eq!(woken.0.load(Ordering::SeqCst), 1);
@@ -220,10 +227,7 @@ mod tests {
 
     #[test]
     fn a_sender_dropped_unsent_ends_the_wait_with_dropped() {
-        let woken = Arc::new(Counted(AtomicUsize::new(0)));
-        let waker = Waker::from(Arc::clone(&woken));
-        let (sender, mut receiver) = channel();
-        assert!(poll(&mut receiver, &waker).is_pending());
+        let (woken, waker, sender, mut receiver) = waiting();
         drop(sender);
         assert_eq!(woken.0.load(Ordering::SeqCst), 1);
         assert!(matches!(

@@ -4,7 +4,7 @@
 //! on a few busy connections instead of costing one connection per call.
 //!
 //! Each store call is a *job*: its operations, all for one server, and a
-//! oneshot for its results. Per server a *lane* holds a queue of jobs and
+//! one-shot [`handoff`] for its results. Per server a *lane* holds a queue of jobs and
 //! allows up to `depth` batches in flight at once:
 //!
 //! - A call that finds a batch slot free takes it and runs its own job as a
