@@ -540,30 +540,13 @@ pub fn run(mut args: Args) {
                 let target = Arc::new(runtime.block_on(target(kind, &server.address())));
                 server.flush_all();
                 if mode == Mode::Many && matches!(kind, Kind::Limiter(_)) {
-                    // Steady state, as in a long-running service: a sliding
-                    // window's decision reads the buckets its client's last one
-                    // left unsealed or that were sealed since, so it costs more
-                    // the longer ago that was, and a compare-and-swap decision
-                    // reads first unless the limiter knows its client's state:
-                    // a cold start is slow. Passes of one decision per client,
-                    // until a pass is no more than 10% faster than the one
-                    // before (at most WARM_UP_PASSES).
-                    let mut last = f64::INFINITY;
-                    for pass in 1..=WARM_UP_PASSES {
-                        let warm = Instant::now();
-                        let errors = runtime.block_on(fill(&target, &keys));
-                        let took = warm.elapsed().as_secs_f64();
+                    let label = format!("{mode:?} {}", kind.name());
+                    runtime.block_on(warm_up(&target, &keys, |pass, took, errors| {
                         bar.suspend(|| eprintln!(
-                        "[{:>6.0} s] {:?} {}: warm-up pass {pass}, one decision per client, {took:.1} s, {errors} errors",
-                        started.elapsed().as_secs_f64(),
-                        mode,
-                        kind.name(),
-                    ));
-                        if took > 0.9 * last {
-                            break;
-                        }
-                        last = took;
-                    }
+                            "[{:>6.0} s] {label}: warm-up pass {pass}, one decision per client, {took:.1} s, {errors} errors",
+                            started.elapsed().as_secs_f64(),
+                        ))
+                    }));
                 }
                 let mut runs = Vec::new();
                 for run in 0..args.timing.runs {
@@ -810,6 +793,32 @@ bytes per item is the figure to read.\n");
         );
     }
     println!();
+}
+
+/// Brings `target` to a steady state, as in a long-running service: a
+/// sliding window's decision reads the buckets its client's last one left
+/// unsealed or that were sealed since, so it costs more the longer ago that
+/// was, and a compare-and-swap decision reads first unless the limiter
+/// knows its client's state: a cold start is slow. Passes of one decision
+/// per client, until a pass is no more than 10% faster than the one before
+/// (at most [`WARM_UP_PASSES`]); `passed` hears of each (its number, its
+/// seconds, its errors).
+async fn warm_up(
+    target: &Arc<Target>,
+    keys: &Arc<Vec<Vec<u8>>>,
+    mut passed: impl FnMut(usize, f64, u64),
+) {
+    let mut last = f64::INFINITY;
+    for pass in 1..=WARM_UP_PASSES {
+        let warm = Instant::now();
+        let errors = fill(target, keys).await;
+        let took = warm.elapsed().as_secs_f64();
+        passed(pass, took, errors);
+        if took > 0.9 * last {
+            break;
+        }
+        last = took;
+    }
 }
 
 /// One decision for every client id, 64 at a time.

@@ -290,9 +290,6 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
     }
 }
 
-/// Writes [`CAS_WRITE_STATE`] at `key` on the version its last write
-/// returned, as new if there is none, and keeps the new version; a write
-/// that finds the key changed or gone writes again unconditionally.
 /// The key a raw visit increments: the client's, or, `fresh`, the
 /// client's key of the current second.
 fn visited(key: &[u8], fresh: bool) -> std::borrow::Cow<'_, [u8]> {
@@ -309,6 +306,9 @@ fn visited(key: &[u8], fresh: bool) -> std::borrow::Cow<'_, [u8]> {
     fresh.into()
 }
 
+/// Writes [`CAS_WRITE_STATE`] at `key` on the version its last write
+/// returned, as new if there is none, and keeps the new version; a write
+/// that finds the key changed or gone writes again unconditionally.
 async fn cas_write(
     raw: &AsyncMetaClient,
     versions: &RefCell<HashMap<Vec<u8>, u64>>,

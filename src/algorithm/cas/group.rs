@@ -321,8 +321,13 @@ impl<C: CasCore> Engine<C> {
                     .ok()
                     .and_then(|nanos| now.checked_add(nanos))
                     .unwrap_or(i64::MAX);
-                self.known
-                    .remember_until(key, state, version, expires_at, value.len());
+                let known = Known {
+                    state,
+                    version,
+                    expires_at,
+                    size: value.len(),
+                };
+                self.known.remember_until(key, known);
                 Ok(PutOutcome::Stored)
             }
             Ok((outcome, _)) => {

@@ -88,27 +88,32 @@ const PROBE_EVERY: u32 = 16;
 /// that box too, and with 1,024 decisions in flight among 100,000 clients
 /// the box had left the cache by the second find: comparing keys was 11 %
 /// of a GCRA client's time at 1,024 in flight and nothing at 256 (`perf`).
+// In C's order, so that the hash and the key come first, where a find
+// compares them.
 #[derive(Debug)]
 #[repr(C)]
 struct Entry<S> {
     hash: u64,
     key: HeldKey,
-    state: S,
-    version: u64,
-    /// When the store drops the item, as the limiter's clock reads it
-    /// (unix nanoseconds), if the limiter wrote it; `i64::MAX` if unknown.
-    expires_at: i64,
-    /// The bytes the state takes in the store.
-    size: usize,
+    known: Known<S>,
 }
 
-/// A key's known state, as [`KnownStates::read`] gives it.
-#[derive(Debug)]
+impl<S> Entry<S> {
+    /// Whether it is the entry of `key`, whose hash is `hash`.
+    fn is(&self, hash: u64, key: &[u8]) -> bool {
+        self.hash == hash && self.key.as_bytes() == key
+    }
+}
+
+/// A key's known state, as [`KnownStates::read`] gives it and
+/// [`KnownStates::remember_until`] takes it.
+#[derive(Debug, Clone)]
 pub(super) struct Known<S> {
     pub(super) state: S,
     /// The version it was stored at.
     pub(super) version: u64,
-    /// When the store drops it (`i64::MAX` if not known).
+    /// When the store drops the item, as the limiter's clock reads it
+    /// (unix nanoseconds), if the limiter wrote it; `i64::MAX` if unknown.
     pub(super) expires_at: i64,
     /// The bytes it takes in the store: what a read of it would carry.
     pub(super) size: usize,
@@ -182,12 +187,26 @@ impl<S: Clone> KnownStates<S> {
     /// most half the recent tries were stale, and otherwise one in
     /// [`PROBE_EVERY`].
     pub(super) fn worth_trying(&self) -> bool {
-        if 2 * self.stale.load(Relaxed) <= self.tried.load(Relaxed) {
+        if self.stale_at_most(2) {
             return true;
         }
         self.skipped
             .fetch_add(1, Relaxed)
             .is_multiple_of(PROBE_EVERY)
+    }
+
+    /// Whether nearly every recent try on a known state found it current
+    /// (at most one in eight stale): a decision that writes nothing then
+    /// checks the known state's version rather than reading it, since a
+    /// stale one costs it a second round trip.
+    pub(super) fn mostly_current(&self) -> bool {
+        self.stale_at_most(8)
+    }
+
+    /// Whether at most one in `one_in` recent tries on a known state was
+    /// stale.
+    fn stale_at_most(&self, one_in: u32) -> bool {
+        one_in * self.stale.load(Relaxed) <= self.tried.load(Relaxed)
     }
 
     /// Counts a try on a known state, and whether it was stale. (Racing
@@ -218,57 +237,40 @@ impl<S: Clone> KnownStates<S> {
         Some((hash, shard))
     }
 
-    /// Whether nearly every recent try on a known state found it current
-    /// (at most one in eight stale): a decision that writes nothing then
-    /// checks the known state's version rather than reading it, since a
-    /// stale one costs it a second round trip.
-    pub(super) fn mostly_current(&self) -> bool {
-        8 * self.stale.load(Relaxed) <= self.tried.load(Relaxed)
-    }
-
     /// The known state of `key`, with its version, when the store drops it
     /// and its size there.
     pub(super) fn read(&self, key: &[u8]) -> Option<Known<S>> {
         let (hash, shard) = self.shard(key)?;
-        let matches = |entry: &Entry<S>| entry.hash == hash && entry.key.as_bytes() == key;
-        let known = shard
+        let matches = |entry: &Entry<S>| entry.is(hash, key);
+        let entry = shard
             .current
             .find(hash, matches)
             .or_else(|| shard.previous.find(hash, matches))?;
-        Some(Known {
-            state: known.state.clone(),
-            version: known.version,
-            expires_at: known.expires_at,
-            size: known.size,
-        })
+        Some(entry.known.clone())
     }
 
     /// Remembers `state`, stored at `version` in `size` bytes, as the state
     /// of `key`, with no known lifetime; an entry already there is
     /// overwritten in place.
     pub(super) fn remember(&self, key: &[u8], state: S, version: u64, size: usize) {
-        self.remember_until(key, state, version, i64::MAX, size);
+        let known = Known {
+            state,
+            version,
+            expires_at: i64::MAX,
+            size,
+        };
+        self.remember_until(key, known);
     }
 
-    /// [`remember`](Self::remember), for a state the store drops at
-    /// `expires_at` (unix nanoseconds, the limiter's clock).
-    pub(super) fn remember_until(
-        &self,
-        key: &[u8],
-        state: S,
-        version: u64,
-        expires_at: i64,
-        size: usize,
-    ) {
+    /// [`remember`](Self::remember), for a state whose lifetime in the store
+    /// may be known (`known.expires_at`).
+    pub(super) fn remember_until(&self, key: &[u8], known: Known<S>) {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
-        let matches = |entry: &Entry<S>| entry.hash == hash && entry.key.as_bytes() == key;
-        if let Some(known) = shard.current.find_mut(hash, matches) {
-            known.state = state;
-            known.version = version;
-            known.expires_at = expires_at;
-            known.size = size;
+        let matches = |entry: &Entry<S>| entry.is(hash, key);
+        if let Some(entry) = shard.current.find_mut(hash, matches) {
+            entry.known = known;
             return;
         }
         // Known in the previous generation: moved to the current one.
@@ -276,14 +278,7 @@ impl<S: Clone> KnownStates<S> {
             Ok(found) => (found.remove().0.key, false),
             Err(_) => (HeldKey::new(key), true),
         };
-        let entry = Entry {
-            hash,
-            key,
-            state,
-            version,
-            expires_at,
-            size,
-        };
+        let entry = Entry { hash, key, known };
         let shared = self.shared.as_ref().filter(|_| new);
         let shared_full = shared.is_some_and(SharedKnownStates::full);
         if shard.current.len() >= self.per_generation || shared_full {
@@ -310,7 +305,7 @@ impl<S: Clone> KnownStates<S> {
         let Some((hash, mut shard)) = self.shard(key) else {
             return;
         };
-        let matches = |entry: &Entry<S>| entry.hash == hash && entry.key.as_bytes() == key;
+        let matches = |entry: &Entry<S>| entry.is(hash, key);
         if let Ok(found) = shard.current.find_entry(hash, matches) {
             found.remove();
         } else if let Ok(found) = shard.previous.find_entry(hash, matches) {
