@@ -18,11 +18,10 @@ pub(crate) struct GcraCore {
     pub(super) limit: i128,
     pub(super) interval: i128,
     pub(super) suffix: String,
-    /// [`tolerance`](Self::tolerance), [`period`](Self::period) and
-    /// [`horizon`](Self::horizon), worked out once: every decision reads
-    /// them, and each is a chain of 128-bit saturating multiplications.
+    /// [`tolerance`](Self::tolerance) and [`horizon`](Self::horizon),
+    /// worked out once: every decision reads them, and each is a chain of
+    /// 128-bit saturating multiplications.
     tolerance: i128,
-    period: i128,
     horizon: i128,
 }
 
@@ -31,6 +30,7 @@ impl GcraCore {
         let interval = quota.period().as_nanos() as i128;
         let limit = i128::from(quota.limit());
         let tolerance = i128::from(burst).saturating_mul(interval);
+        // One period in scaled units: the longest a reservation may wait.
         let period = interval.saturating_mul(limit);
         Self {
             burst,
@@ -38,14 +38,8 @@ impl GcraCore {
             interval,
             suffix: parameter_suffix("gcra", &format!("{burst}/{}/{interval}", quota.limit())),
             tolerance,
-            period,
             horizon: tolerance.saturating_add(tolerance.max(period)),
         }
-    }
-
-    /// One period, in scaled units: the longest a reservation may wait.
-    pub(super) fn period(&self) -> i128 {
-        self.period
     }
 
     /// The furthest ahead of its writer's time a TAT can be, in scaled
@@ -58,6 +52,32 @@ impl GcraCore {
     /// The burst tolerance `B·T`, in scaled units.
     pub(super) fn tolerance(&self) -> i128 {
         self.tolerance
+    }
+
+    /// `nanos` (a time or a skew) in scaled units: `nanos × limit`, which
+    /// cannot overflow, as `limit` is a `u64` and `nanos` an `i64`:
+    /// `|nanos × limit| ≤ 2^63 × (2^64 − 1) < 2^127`. A plain product,
+    /// not a saturating one, whose 128-bit overflow check every decision
+    /// paid (callgrind), as it did in the two products below.
+    fn scaled(&self, nanos: i64) -> i128 {
+        debug_assert!(u64::try_from(self.limit).is_ok());
+        i128::from(nanos) * self.limit
+    }
+
+    /// `cost` requests in scaled units: `cost × interval`, below 2^119,
+    /// as a quota's period is at most [`MAX_PERIOD`](crate::quota::MAX_PERIOD)
+    /// (under 2^55 ns).
+    fn cost(&self, cost: u64) -> i128 {
+        debug_assert!(self.interval < 1 << 55);
+        i128::from(cost) * self.interval
+    }
+
+    /// The longest a request may wait, `max_delay`, in scaled units and
+    /// at most one period: clamped to the period in nanoseconds first, so
+    /// that the product stays below 2^119.
+    fn max_delay(&self, max_delay: Duration) -> i128 {
+        let nanos = i128::try_from(max_delay.as_nanos()).unwrap_or(i128::MAX);
+        nanos.min(self.interval) * self.limit
     }
 
     /// Scaled units to a duration, rounded up.
@@ -133,9 +153,9 @@ impl CasCore for GcraCore {
     /// A TAT further ahead of `now` than [`horizon`](GcraCore::horizon),
     /// plus the skew, is clamped to that: no writer could have stored it.
     fn repair(&self, tat: &mut i128, now: i64, skew: i64) -> bool {
-        let skew = i128::from(skew).saturating_mul(self.limit);
-        let latest = i128::from(now)
-            .saturating_mul(self.limit)
+        let skew = self.scaled(skew);
+        let latest = self
+            .scaled(now)
             .saturating_add(self.horizon())
             .saturating_add(skew);
         let beyond = *tat > latest;
@@ -144,17 +164,15 @@ impl CasCore for GcraCore {
     }
 
     fn decide(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
-        let now = i128::from(ask.now).saturating_mul(self.limit);
+        let now = self.scaled(ask.now);
         let tolerance = self.tolerance();
-        let cost = i128::from(ask.cost).saturating_mul(self.interval);
+        let cost = self.cost(ask.cost);
         let tat = state.copied().unwrap_or(now).max(now);
         let next = tat.saturating_add(cost);
         // How far past the burst tolerance this request would land.
         let excess = next.saturating_sub(now).saturating_sub(tolerance);
         // A reservation waits at most one period.
-        let max_delay = (ask.max_delay.as_nanos() as i128)
-            .saturating_mul(self.limit)
-            .min(self.period());
+        let max_delay = self.max_delay(ask.max_delay);
         let allowed = excess <= max_delay;
         let after = if allowed {
             next
@@ -198,8 +216,8 @@ impl CasCore for GcraCore {
     /// `now`: a TAT at or before `now` is a full bucket already, and one
     /// moved before it would bank credit for later.
     fn refund(&self, state: Option<&i128>, ask: Ask) -> Step<i128> {
-        let now = i128::from(ask.now).saturating_mul(self.limit);
-        let cost = i128::from(ask.cost).saturating_mul(self.interval);
+        let now = self.scaled(ask.now);
+        let cost = self.cost(ask.cost);
         let tat = state.copied().unwrap_or(now);
         let after = tat.saturating_sub(cost).max(now).min(tat);
         // How far ahead of `now` the bucket is booked: zero when full.

@@ -141,3 +141,35 @@ fn a_tat_at_the_edges_of_i128() {
     assert_eq!(parse_tat(b"1 2"), None);
     assert_eq!(parse_tat(&[0xff; 36]), None);
 }
+
+/// The plain products the arithmetic uses in place of saturating ones
+/// are exact at their extremes: any clock time with the largest limit a
+/// `Quota` holds, any cost with the longest period, and any wait, which
+/// is clamped to one period before it is scaled.
+#[test]
+fn scaled_products_are_exact_at_their_extremes() {
+    use crate::quota::MAX_PERIOD;
+    use std::num::NonZeroU64;
+    let widest = crate::Quota::with_period(NonZeroU64::MAX, MAX_PERIOD).unwrap();
+    let core = GcraCore::new(u64::MAX, widest);
+    let limit = i128::from(u64::MAX);
+    let interval = MAX_PERIOD.as_nanos() as i128;
+    for now in [i64::MIN, -1, 0, 1, i64::MAX] {
+        let step = core.decide(None, Ask::at(u64::MAX, now));
+        // A first request of the largest cost against the largest burst
+        // lands at `now + cost` (saturating, as the TAT's sums do), each
+        // product exact.
+        let scaled_now = i128::from(now).checked_mul(limit).unwrap();
+        let cost = i128::from(u64::MAX).checked_mul(interval).unwrap();
+        let expected = scaled_now.saturating_add(cost);
+        assert_eq!(step.write.map(|(tat, _)| tat), Some(expected), "at {now}");
+    }
+    let queued = core.decide(
+        None,
+        Ask {
+            max_delay: Duration::MAX,
+            ..Ask::at(1, 0)
+        },
+    );
+    assert!(queued.decision.is_allowed());
+}
