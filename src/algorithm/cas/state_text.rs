@@ -28,6 +28,25 @@ pub(crate) fn push_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
+/// `text` as an `i64`, read as `str::parse::<i64>` reads it (an
+/// optional `+` or `-`, then one or more ASCII digits, within range), but
+/// from bytes: no check of the whole state as UTF-8 first, and the digits
+/// eight at a time ([`decimal`](crate::store::decimal)).
+pub(crate) fn parse_i64(text: &[u8]) -> Option<i64> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', digits)) => (true, digits),
+        Some((b'+', digits)) => (false, digits),
+        _ => (false, text),
+    };
+    let magnitude = crate::store::decimal(digits)?;
+    if negative {
+        // Down to `i64::MIN`, whose magnitude is one more than `i64::MAX`.
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +109,56 @@ mod tests {
             prop_assert_eq!(text.parse::<f64>().unwrap().to_bits(), value.to_bits());
             // The same value `format!` writes, in either spelling.
             prop_assert_eq!(format!("{value}").parse::<f64>().unwrap().to_bits(), value.to_bits());
+        }
+    }
+
+    #[test]
+    fn integers_read_as_str_parse_reads_them() {
+        for text in [
+            "0",
+            "-0",
+            "+0",
+            "7",
+            "-7",
+            "+7",
+            "00042",
+            "-00042",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "18446744073709551616",
+            "",
+            "-",
+            "+",
+            "--1",
+            "+-1",
+            " 1",
+            "1 ",
+            "1.0",
+            "1e3",
+            "0x10",
+            "١",
+        ] {
+            assert_eq!(
+                parse_i64(text.as_bytes()),
+                text.parse::<i64>().ok(),
+                "{text:?}"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_reads_as_str_parse_reads_it(text in "[-+]?[0-9]{0,22}|\\PC{0,24}") {
+            prop_assert_eq!(parse_i64(text.as_bytes()), text.parse::<i64>().ok());
+        }
+
+        #[test]
+        fn any_i64_reads_back(value in any::<i64>()) {
+            let mut out = Vec::new();
+            push_int(&mut out, value);
+            prop_assert_eq!(parse_i64(&out), Some(value));
         }
     }
 }

@@ -2,7 +2,7 @@
 //! state, the time and the request to a decision and the state to write.
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
-use crate::algorithm::cas::state_text::{push_f64, push_int, LONGEST_F64, LONGEST_I64};
+use crate::algorithm::cas::state_text::{parse_i64, push_f64, push_int, LONGEST_F64, LONGEST_I64};
 use crate::decision::Decision;
 use crate::quota::Quota;
 use std::time::Duration;
@@ -143,15 +143,17 @@ impl CasCore for HybridQuotaCore {
         push_int(out, client.time);
     }
 
+    /// Read from bytes: only the bucket's few bytes are checked as text,
+    /// for `str::parse`.
     fn decode(&self, bytes: &[u8]) -> Option<Client> {
-        let mut parts = std::str::from_utf8(bytes).ok()?.split(' ');
+        let mut parts = bytes.split(|&byte| byte == b' ');
         let mode = match parts.next()? {
-            "b" => Mode::Bursty,
-            "s" => Mode::Smooth,
+            b"b" => Mode::Bursty,
+            b"s" => Mode::Smooth,
             _ => return None,
         };
-        let bucket: f64 = parts.next()?.parse().ok()?;
-        let time = parts.next()?.parse().ok()?;
+        let bucket: f64 = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+        let time = parse_i64(parts.next()?)?;
         let quota = self.quota as f64;
         let sane = bucket.is_finite() && (-quota..=quota).contains(&bucket);
         (sane && parts.next().is_none()).then_some(Client { mode, bucket, time })
