@@ -28,22 +28,43 @@ pub(crate) fn push_int(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
-/// `text` as an `i64`, read as `str::parse::<i64>` reads it (an
-/// optional `+` or `-`, then one or more ASCII digits, within range), but
-/// from bytes: no check of the whole state as UTF-8 first, and the digits
-/// eight at a time ([`decimal`](crate::store::decimal)).
-pub(crate) fn parse_i64(text: &[u8]) -> Option<i64> {
-    let (negative, digits) = match text.split_first() {
-        Some((b'-', digits)) => (true, digits),
-        Some((b'+', digits)) => (false, digits),
-        _ => (false, text),
-    };
-    let magnitude = crate::store::decimal(digits)?;
-    if negative {
+/// The words of a stored state: its bytes trimmed of ASCII whitespace
+/// (memcached pads a value it shortened) and split at each space. Read
+/// as bytes, with no check of the whole state as UTF-8: each word is
+/// checked as it is parsed ([`parse_f64`], [`parse_u64`], [`parse_i64`]).
+pub(crate) fn words(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.trim_ascii().split(|&byte| byte == b' ')
+}
+
+/// The [`words`] after `tag`: `None` unless `tag` is the first word.
+pub(crate) fn words_after<'a>(
+    bytes: &'a [u8],
+    tag: &str,
+) -> Option<impl Iterator<Item = &'a [u8]>> {
+    let mut words = words(bytes);
+    (words.next()? == tag.as_bytes()).then_some(words)
+}
+
+/// `word` as `str::parse::<f64>` reads it; only its own few bytes are
+/// checked as UTF-8.
+pub(crate) fn parse_f64(word: &[u8]) -> Option<f64> {
+    std::str::from_utf8(word).ok()?.parse().ok()
+}
+
+/// `word` as `str::parse::<u64>` reads it (an optional `+`, then one or
+/// more ASCII digits, within range), the digits eight at a time
+/// ([`decimal`](crate::store::decimal)).
+pub(crate) fn parse_u64(word: &[u8]) -> Option<u64> {
+    crate::store::decimal(word.strip_prefix(b"+").unwrap_or(word))
+}
+
+/// `word` as `str::parse::<i64>` reads it: an optional `-` before what
+/// [`parse_u64`] reads, within range.
+pub(crate) fn parse_i64(word: &[u8]) -> Option<i64> {
+    match word.strip_prefix(b"-") {
         // Down to `i64::MIN`, whose magnitude is one more than `i64::MAX`.
-        0i64.checked_sub_unsigned(magnitude)
-    } else {
-        i64::try_from(magnitude).ok()
+        Some(digits) => 0i64.checked_sub_unsigned(crate::store::decimal(digits)?),
+        None => i64::try_from(parse_u64(word)?).ok(),
     }
 }
 
@@ -145,13 +166,31 @@ mod tests {
                 text.parse::<i64>().ok(),
                 "{text:?}"
             );
+            assert_eq!(
+                parse_u64(text.as_bytes()),
+                text.parse::<u64>().ok(),
+                "{text:?}"
+            );
         }
+    }
+
+    #[test]
+    fn words_are_split_at_spaces_inside_ascii_padding() {
+        let split = |bytes: &[u8]| words(bytes).map(<[u8]>::to_vec).collect::<Vec<_>>();
+        assert_eq!(split(b"dr1 5 -7  \r\n"), [&b"dr1"[..], b"5", b"-7"]);
+        assert_eq!(split(b"a  b"), [&b"a"[..], b"", b"b"]);
+        assert_eq!(split(b""), [&b""[..]]);
+        assert!(words_after(b"dr1 5", "dr1").is_some_and(|mut rest| rest.next() == Some(&b"5"[..])));
+        assert!(words_after(b"dr2 5", "dr1").is_none());
+        assert_eq!(parse_f64(b"-1.5"), Some(-1.5));
+        assert_eq!(parse_f64(b"\xff"), None);
     }
 
     proptest! {
         #[test]
         fn any_text_reads_as_str_parse_reads_it(text in "[-+]?[0-9]{0,22}|\\PC{0,24}") {
             prop_assert_eq!(parse_i64(text.as_bytes()), text.parse::<i64>().ok());
+            prop_assert_eq!(parse_u64(text.as_bytes()), text.parse::<u64>().ok());
         }
 
         #[test]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::core::{parameter_suffix, Ask, CasCore, Step};
-use super::state_text::{parse_i64, push_f64, push_int, LONGEST_F64, LONGEST_I64};
+use super::state_text::{parse_f64, parse_i64, push_f64, push_int, LONGEST_F64, LONGEST_I64};
 use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::quota::Quota;
@@ -186,19 +186,19 @@ impl CasCore for TokenBucketCore {
         push_int(out, state.updated);
     }
 
-    /// What [`encode_into`](Self::encode_into) wrote, padded with ASCII
-    /// whitespace (memcached pads a value it shortened); read from bytes,
-    /// only the tokens' few bytes checked as text for `str::parse`.
+    /// `<tokens> <updated>`, read as [`words`](super::state_text::words) reads a state; anything
+    /// else is `None`. Split at its one space by hand: two words through
+    /// `words`' iterator, and the check that no third follows, cost a
+    /// decision 118 instructions more (callgrind).
     fn decode(&self, bytes: &[u8]) -> Option<Bucket> {
         let text = bytes.trim_ascii();
         let space = text.iter().position(|&byte| byte == b' ')?;
-        let (tokens, updated) = (&text[..space], &text[space + 1..]);
-        let tokens: f64 = std::str::from_utf8(tokens).ok()?.parse().ok()?;
+        let tokens = parse_f64(&text[..space])?;
         let capacity = self.capacity as f64;
         (tokens.is_finite() && (-capacity..=capacity).contains(&tokens)).then_some(())?;
         Some(Bucket {
             tokens,
-            updated: parse_i64(updated)?,
+            updated: parse_i64(&text[space + 1..])?,
         })
     }
 

@@ -298,13 +298,9 @@ impl Shared {
             match member.key.extract_borrowed(parts) {
                 Some(key) => keys.push(key),
                 None => match &self.missing {
-                    None => return Keys::Answer(Box::new(self.no_key(parts, &*member.key, None))),
+                    None => return Keys::Answer(self.no_key(parts, &*member.key, None)),
                     Some(MissingKey::Reject(code)) => {
-                        return Keys::Answer(Box::new(self.no_key(
-                            parts,
-                            &*member.key,
-                            Some(*code),
-                        )))
+                        return Keys::Answer(self.no_key(parts, &*member.key, Some(*code)))
                     }
                     Some(MissingKey::Allow) => return Keys::Unlimited,
                     Some(MissingKey::Shared(key)) => keys.push(Cow::Borrowed(key.as_slice())),
@@ -325,14 +321,9 @@ impl Shared {
     /// [missing-key response](super::RateLimitLayer::missing_key_response)
     /// if it has one, else `code` (default: the extractor's status), with
     /// the extractor's `WWW-Authenticate` challenge on a 401.
-    fn no_key(
-        &self,
-        parts: &Parts,
-        key: &dyn KeyExtractor,
-        code: Option<StatusCode>,
-    ) -> Response<String> {
+    fn no_key(&self, parts: &Parts, key: &dyn KeyExtractor, code: Option<StatusCode>) -> Answer {
         if let Some(respond) = &self.missing_response {
-            return respond(parts);
+            return Box::new(respond(parts));
         }
         let code = code.unwrap_or_else(|| key.missing());
         let mut response = status(code);
@@ -343,7 +334,7 @@ impl Shared {
                     .insert(http::header::WWW_AUTHENTICATE, challenge);
             }
         }
-        response
+        Box::new(response)
     }
 
     /// What the policies' decisions for the clients `keys` make of the

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use super::rules::{words, Bucket, Rules};
+use super::rules::{Bucket, Rules};
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
-use crate::algorithm::cas::state_text::{push_int, LONGEST_I64};
+use crate::algorithm::cas::state_text::{parse_i64, parse_u64, push_int, words_after, LONGEST_I64};
 use crate::quota::Quota;
 
 /// The first word of every stored value: text without it is not this
@@ -69,9 +69,9 @@ impl CasCore for DiscreteRefillCore {
 
     /// `dr1 <tokens> <mark>`, decimal, exactly; anything else is `None`.
     fn decode(&self, bytes: &[u8]) -> Option<Bucket> {
-        let mut words = words(bytes, TAG)?;
-        let tokens = words.next()?.parse().ok()?;
-        let mark = words.next()?.parse().ok()?;
+        let mut words = words_after(bytes, TAG)?;
+        let tokens = parse_u64(words.next()?)?;
+        let mark = parse_i64(words.next()?)?;
         words.next().is_none().then_some(Bucket { tokens, mark })
     }
 

@@ -9,7 +9,7 @@ mod smyte_tests;
 mod tests;
 
 pub(crate) use self::core::DiscreteRefillCore;
-pub(crate) use self::rules::{words, Bucket, Rules};
+pub(crate) use self::rules::{Bucket, Rules};
 use crate::error::ConfigError;
 use crate::quota::Quota;
 

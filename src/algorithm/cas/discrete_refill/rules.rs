@@ -51,13 +51,6 @@ fn wait(nanos: i128) -> Duration {
     Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
-/// The words after `tag` in a stored value: `None` unless the value is
-/// UTF-8 and its first word is `tag`.
-pub(crate) fn words<'a>(bytes: &'a [u8], tag: &str) -> Option<std::str::Split<'a, char>> {
-    let mut words = std::str::from_utf8(bytes).ok()?.trim().split(' ');
-    (words.next()? == tag).then_some(words)
-}
-
 impl Rules {
     /// `quota.limit()` tokens at most, `refill` of them (at least 1) more
     /// at each whole `quota.period()`.

@@ -2,7 +2,9 @@
 //! state, the time and the request to a decision and the state to write.
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
-use crate::algorithm::cas::state_text::{parse_i64, push_f64, push_int, LONGEST_F64, LONGEST_I64};
+use crate::algorithm::cas::state_text::{
+    parse_f64, parse_i64, push_f64, push_int, words, LONGEST_F64, LONGEST_I64,
+};
 use crate::decision::Decision;
 use crate::quota::Quota;
 use std::time::Duration;
@@ -143,16 +145,15 @@ impl CasCore for HybridQuotaCore {
         push_int(out, client.time);
     }
 
-    /// Read from bytes: only the bucket's few bytes are checked as text,
-    /// for `str::parse`.
+    /// `<mode> <bucket> <time>` ([`words`]); anything else is `None`.
     fn decode(&self, bytes: &[u8]) -> Option<Client> {
-        let mut parts = bytes.split(|&byte| byte == b' ');
+        let mut parts = words(bytes);
         let mode = match parts.next()? {
             b"b" => Mode::Bursty,
             b"s" => Mode::Smooth,
             _ => return None,
         };
-        let bucket: f64 = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+        let bucket = parse_f64(parts.next()?)?;
         let time = parse_i64(parts.next()?)?;
         let quota = self.quota as f64;
         let sane = bucket.is_finite() && (-quota..=quota).contains(&bucket);

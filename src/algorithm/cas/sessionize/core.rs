@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::algorithm::cas::core::{parameter_suffix, Ask, CasCore, Step};
-use crate::algorithm::cas::discrete_refill::{words, Bucket, Rules};
-use crate::algorithm::cas::state_text::{push_int, LONGEST_I64};
+use crate::algorithm::cas::discrete_refill::{Bucket, Rules};
+use crate::algorithm::cas::state_text::{parse_i64, parse_u64, push_int, words_after, LONGEST_I64};
 use crate::quota::Quota;
 
 /// The first word of every stored value: text without it is not this
@@ -78,10 +78,10 @@ impl CasCore for SessionizeCore {
     /// `ds1 <tokens> <mark> <session start>`, decimal, exactly; anything
     /// else is `None`.
     fn decode(&self, bytes: &[u8]) -> Option<Session> {
-        let mut words = words(bytes, TAG)?;
-        let tokens = words.next()?.parse().ok()?;
-        let mark = words.next()?.parse().ok()?;
-        let start = words.next()?.parse().ok()?;
+        let mut words = words_after(bytes, TAG)?;
+        let tokens = parse_u64(words.next()?)?;
+        let mark = parse_i64(words.next()?)?;
+        let start = parse_i64(words.next()?)?;
         words.next().is_none().then_some(Session {
             bucket: Bucket { tokens, mark },
             start,
