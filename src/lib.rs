@@ -157,6 +157,7 @@
 #![forbid(unsafe_code)]
 
 pub mod algorithm;
+mod boxed;
 mod clock;
 #[cfg(feature = "config")]
 pub mod config;

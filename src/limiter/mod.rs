@@ -386,9 +386,10 @@ impl RateLimiter {
     /// box (960 to 1,024 bytes) is then within the sizes glibc's allocator
     /// serves from its per-thread cache (up to 1,032 bytes), where
     /// allocating and freeing a larger block costs some hundreds of
-    /// instructions more (callgrind); a unit test holds them there. A
-    /// store that answers at once decides within the first poll, as the
-    /// engine's future does.
+    /// instructions more (callgrind); a unit test holds them there. Each
+    /// is built in its box ([`pinned`](crate::boxed::pinned)), not copied
+    /// there. A store that answers at once decides within the first poll,
+    /// as the engine's future does.
     fn boxed_check<'a>(&'a self, key: &'a [u8], cost: u64, at: When) -> contract::Decided<'a> {
         // Takes the limiter rather than holding it: 8 bytes less in a box
         // that must stay within 1,032.
@@ -399,9 +400,9 @@ impl RateLimiter {
         };
         macro_rules! boxed {
             ($engine:expr) => {
-                Box::pin(
-                    self.decide_waiting(key, cost, now, |k, c, n| $engine.check_nanos(k, c, n)),
-                )
+                crate::boxed::pinned(|| {
+                    self.decide_waiting(key, cost, now, |k, c, n| $engine.check_nanos(k, c, n))
+                })
             };
         }
         match &self.engine {

@@ -13,6 +13,7 @@ use super::optimistic::Engine;
 use super::stats::{
     ATTEMPTS, CHECKED, COMBINED, CONFLICTS, EITHER, EXHAUSTED, KNOWN, RETRIES, STALE, VANISHED,
 };
+use crate::boxed;
 use crate::store::{ttl_secs, PutCondition, PutOutcome};
 
 /// How long past the lifetime it was stored with (in whole seconds, as
@@ -49,7 +50,7 @@ impl<C: CasCore> Engine<C> {
         // Boxed: a group that reads first waits for two round trips, where
         // an allocation is little, and every decision's future would
         // otherwise carry the loop's state beside the known state's path.
-        Box::pin(self.decide_reading(key, group)).await
+        boxed::pinned(|| self.decide_reading(key, group)).await
     }
 
     /// [`decide`](Self::decide)'s attempts that read the state first.
@@ -193,7 +194,7 @@ impl<C: CasCore> Engine<C> {
                 PutCondition::Version(version)
                     if size >= self.policy.check_versions_from && self.known.mostly_current() =>
                 {
-                    Box::pin(self.confirm(key, version, decided)).await
+                    boxed::pinned(|| self.confirm(key, version, decided)).await
                 }
                 _ => Ok(None),
             };
@@ -228,7 +229,7 @@ impl<C: CasCore> Engine<C> {
                 self.counters.bump(STALE);
                 // Rare: boxed, so that every decision's future does not
                 // carry a second write's.
-                Box::pin(self.decide_anew(key, group)).await
+                boxed::pinned(|| self.decide_anew(key, group)).await
             }
         }
     }

@@ -105,7 +105,7 @@ where
                 let shared = self.shared.clone();
                 let clone = self.inner.clone();
                 let mut inner = std::mem::replace(&mut self.inner, clone);
-                ResponseFuture::waiting(Box::pin(async move {
+                ResponseFuture::waiting(crate::boxed::pinned(|| async move {
                     let slices = keys.slices();
                     let decided = shared.policies.check_n(&slices, cost).await;
                     let fields = match shared.settle(decided.as_ref(), &slices) {

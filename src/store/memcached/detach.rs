@@ -25,20 +25,24 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::boxed;
+
 /// An exchange to finish even if its caller stops waiting.
 type Exchange<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Runs `exchange`, which its caller bounds; if the returned future is
-/// dropped before `exchange` ends, `exchange` goes on for at most `drain`
-/// on a task of the current tokio runtime (or is dropped, outside of one),
-/// and is dropped past it.
-pub(crate) fn detached<T, F>(exchange: F, drain: Duration) -> Detached<T>
+/// Runs the exchange `build` makes, which its caller bounds; if the
+/// returned future is dropped before the exchange ends, it goes on for at
+/// most `drain` on a task of the current tokio runtime (or is dropped,
+/// outside of one), and is dropped past it. The exchange is built in its
+/// box ([`boxed::pinned`]).
+pub(crate) fn detached<T, F>(build: impl FnOnce() -> F, drain: Duration) -> Detached<T>
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
+    let exchange: Exchange<T> = boxed::pinned(build);
     Detached {
-        exchange: Some(Box::pin(exchange)),
+        exchange: Some(exchange),
         drain,
     }
 }
@@ -90,7 +94,7 @@ mod tests {
         let flag = Arc::clone(&ended);
         let (release, released) = tokio::sync::oneshot::channel::<()>();
         let exchange = detached(
-            async move {
+            || async move {
                 let _ = released.await;
                 flag.store(true, Ordering::SeqCst);
             },
@@ -125,7 +129,7 @@ mod tests {
         let dropped = Arc::new(AtomicBool::new(false));
         let guard = Dropped(Arc::clone(&dropped));
         let exchange = detached(
-            async move {
+            || async move {
                 let _guard = guard;
                 std::future::pending::<()>().await;
             },
@@ -147,6 +151,6 @@ mod tests {
 
     #[tokio::test]
     async fn a_caller_that_waits_gets_the_output() {
-        assert_eq!(detached(async { 7 }, Duration::ZERO).await, 7);
+        assert_eq!(detached(|| async { 7 }, Duration::ZERO).await, 7);
     }
 }

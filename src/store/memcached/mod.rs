@@ -26,10 +26,14 @@ mod slots;
 mod wire;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+
+use crate::boxed;
 
 pub use self::builder::MemcachedStoreBuilder;
 pub use self::classic::{ClassicStore, ClassicStoreBuilder};
@@ -202,18 +206,30 @@ impl fmt::Debug for MemcachedStore {
 /// from.
 #[async_trait]
 impl Store for MemcachedStore {
-    async fn increment(
-        &self,
-        key: &[u8],
+    // The calls every decision makes are written as `async_trait` writes
+    // them, but with their futures built in their boxes (see
+    // `crate::boxed`).
+    fn increment<'life0, 'life1, 'life2, 'life3, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
         delta: u64,
         ttl: Duration,
-        also_read: &[&[u8]],
-    ) -> Result<Counters, StoreError> {
-        match &self.backend {
-            Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,
-            Backend::Classic(classic) => classic.increment(key, delta, ttl, also_read).await,
-        }
-        .map_err(|error| self.named(error, key))
+        also_read: &'life2 [&'life3 [u8]],
+    ) -> Pin<Box<dyn Future<Output = Result<Counters, StoreError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        'life3: 'async_trait,
+        Self: 'async_trait,
+    {
+        boxed::pinned(move || async move {
+            match &self.backend {
+                Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,
+                Backend::Classic(classic) => classic.increment(key, delta, ttl, also_read).await,
+            }
+            .map_err(|error| self.named(error, key))
+        })
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
@@ -232,37 +248,73 @@ impl Store for MemcachedStore {
         .map_err(|error| self.named_all(error, keys))
     }
 
-    async fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        match &self.backend {
-            Backend::Meta(meta) => meta.get(key).await,
-            Backend::Classic(classic) => classic.get(key).await,
-        }
-        .map_err(|error| self.named(error, key))
+    fn get<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+    ) -> Pin<Box<dyn Future<Output = Result<Option<Versioned>, StoreError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        boxed::pinned(move || async move {
+            match &self.backend {
+                Backend::Meta(meta) => meta.get(key).await,
+                Backend::Classic(classic) => classic.get(key).await,
+            }
+            .map_err(|error| self.named(error, key))
+        })
     }
 
-    async fn version(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
-        match &self.backend {
-            Backend::Meta(meta) => meta.version(key).await,
-            Backend::Classic(classic) => classic
-                .get(key)
-                .await
-                .map(|stored| stored.map(|stored| stored.version)),
-        }
-        .map_err(|error| self.named(error, key))
+    fn version<'life0, 'life1, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+    ) -> Pin<Box<dyn Future<Output = Result<Option<u64>, StoreError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        Self: 'async_trait,
+    {
+        boxed::pinned(move || async move {
+            match &self.backend {
+                Backend::Meta(meta) => meta.version(key).await,
+                Backend::Classic(classic) => classic
+                    .get(key)
+                    .await
+                    .map(|stored| stored.map(|stored| stored.version)),
+            }
+            .map_err(|error| self.named(error, key))
+        })
     }
 
-    async fn put_versioned(
-        &self,
-        key: &[u8],
-        value: &[u8],
+    fn put_versioned<'life0, 'life1, 'life2, 'async_trait>(
+        &'life0 self,
+        key: &'life1 [u8],
+        value: &'life2 [u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Result<(PutOutcome, Option<u64>), StoreError> {
-        match &self.backend {
-            Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
-            Backend::Classic(classic) => classic.put_versioned(key, value, ttl, condition).await,
-        }
-        .map_err(|error| self.named(error, key))
+    ) -> Pin<
+        Box<
+            dyn Future<Output = Result<(PutOutcome, Option<u64>), StoreError>>
+                + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        'life1: 'async_trait,
+        'life2: 'async_trait,
+        Self: 'async_trait,
+    {
+        boxed::pinned(move || async move {
+            match &self.backend {
+                Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
+                Backend::Classic(classic) => {
+                    classic.put_versioned(key, value, ttl, condition).await
+                }
+            }
+            .map_err(|error| self.named(error, key))
+        })
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {

@@ -148,7 +148,7 @@ impl ClassicStore {
         // checkout's parts, not the checkout beside them.
         let (connection, slot) = checkout.into_parts();
         let exchange = detached(
-            exchange(Arc::clone(&self.pools), server, connection, slot, work),
+            || exchange(Arc::clone(&self.pools), server, connection, slot, work),
             self.drain_timeout,
         );
         let outcome = match timeout_in(&self.io_deadlines, exchange).await {

@@ -115,7 +115,7 @@ pub(crate) fn exchange_one(
     drain: Duration,
     held: impl Send + 'static,
 ) -> Detached<Answers> {
-    detached(one_exchange(pools, checkout, request, held), drain)
+    detached(|| one_exchange(pools, checkout, request, held), drain)
 }
 
 /// The future that [`exchange_one`] boxes.
