@@ -29,7 +29,7 @@ use crate::client::{raw_client, store, warm_up_decision};
 use crate::cpu::{Meter, PerDecision};
 use crate::matrix::client_keys;
 use crate::server::{self, Memcached};
-use crate::socket::Pipeline;
+use crate::socket::{Pipeline, Reads};
 use crate::{
     cas_note, cas_policy, first_error_note, latency_histogram, median, record_latency,
     select_cases, Counts, Mode, Modes, Runs, MANY_CLIENTS, RAW_TTL,
@@ -81,8 +81,8 @@ pub struct Args {
     /// Seed of the client-id choice in "many" mode.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// The absent keys the second raw control reads beside its increment
-    /// (1 to 100).
+    /// The keys each raw visit reads beside its increment, absent or
+    /// present as the visit says (1 to 100).
     #[arg(long, default_value_t = VISIT_READS, value_parser = clap::value_parser!(u16).range(1..=100))]
     visit_reads: u16,
 }
@@ -107,6 +107,11 @@ enum Kind {
     /// window of 1 s sub-windows, whose returning client finds its
     /// current sub-window new.
     RawFreshVisit(usize),
+    /// [`RawFreshVisit`](Self::RawFreshVisit) whose reads are of keys
+    /// that hold counters, written for every client before the runs: a
+    /// returning client's sealed sub-windows hold counts, and memcached
+    /// answers each with its value rather than a miss.
+    RawFreshVisitPresent(usize),
     Limiter(Case),
 }
 
@@ -126,6 +131,9 @@ impl Kind {
             Kind::RawFreshVisit(reads) => {
                 format!("raw increment of this second's key + {reads} absent reads, own socket")
             }
+            Kind::RawFreshVisitPresent(reads) => {
+                format!("raw increment of this second's key + {reads} present reads, own socket")
+            }
             Kind::Limiter(case) => case.name(),
         }
     }
@@ -138,6 +146,7 @@ fn kinds(visit_reads: usize) -> Vec<Kind> {
         Kind::RawVisit(0),
         Kind::RawVisit(visit_reads),
         Kind::RawFreshVisit(visit_reads),
+        Kind::RawFreshVisitPresent(visit_reads),
     ]
     .into_iter()
     .chain(Case::ALL.into_iter().map(Kind::Limiter))
@@ -151,7 +160,7 @@ enum Paired {
     CasWrite(RefCell<HashMap<Vec<u8>, u64>>),
     RawVisit {
         pipeline: tokio::sync::Mutex<Pipeline>,
-        reads: usize,
+        reads: Reads,
         /// Whether the increment is of the key of the current second.
         fresh: bool,
     },
@@ -260,7 +269,7 @@ async fn decide(raw: &AsyncMetaClient, paired: &Paired, key: &[u8], out: &mut Pa
         } => pipeline
             .lock()
             .await
-            .visit(&visited(key, *fresh), *reads, RAW_TTL)
+            .visit(&visited(key, *fresh), key, *reads, RAW_TTL)
             .await
             .map(|_| true)
             .map_err(|error| error.to_string()),
@@ -406,12 +415,18 @@ pub fn run(mut args: Args) {
             let (paired, prefix) = match kind {
                 Kind::Increment => (Paired::Increment, "raw:"),
                 Kind::CasWrite => (Paired::CasWrite(RefCell::default()), "raw:"),
-                Kind::RawVisit(reads) | Kind::RawFreshVisit(reads) => {
+                Kind::RawVisit(count)
+                | Kind::RawFreshVisit(count)
+                | Kind::RawFreshVisitPresent(count) => {
                     let pipeline = runtime
                         .block_on(Pipeline::connect(&address))
                         .expect("a connection to memcached");
                     let pipeline = tokio::sync::Mutex::new(pipeline);
-                    let fresh = matches!(kind, Kind::RawFreshVisit(_));
+                    let fresh = !matches!(kind, Kind::RawVisit(_));
+                    let reads = match kind {
+                        Kind::RawFreshVisitPresent(_) => Reads::Present(count),
+                        _ => Reads::Absent(count),
+                    };
                     (
                         Paired::RawVisit {
                             pipeline,
@@ -435,6 +450,28 @@ pub fn run(mut args: Args) {
                 Mode::Hot => Arc::new(vec![format!("{prefix}hot").into_bytes()]),
                 Mode::Many => client_keys(prefix),
             };
+            if let Paired::RawVisit {
+                pipeline,
+                reads: Reads::Present(count),
+                ..
+            } = &paired
+            {
+                // Every client's present keys, before any visit reads them.
+                let warm = Instant::now();
+                runtime
+                    .block_on(async {
+                        let mut pipeline = pipeline.lock().await;
+                        pipeline.create_present(&keys, *count, RAW_TTL).await
+                    })
+                    .expect("the present keys written");
+                eprintln!(
+                    "[{:>6.0} s] {mode:?} {}: {} present keys written, {:.1} s",
+                    started.elapsed().as_secs_f64(),
+                    kind.name(),
+                    keys.len() * count,
+                    warm.elapsed().as_secs_f64()
+                );
+            }
             if let (Mode::Many, Paired::Limiter(limiter)) = (mode, &paired) {
                 for pass in 1..=WARM_UP_PASSES {
                     let warm = Instant::now();

@@ -6,9 +6,9 @@
 //! add 1, create the counter at 1 with lifetime `ttl` if it is missing,
 //! return the value), written at once, then their `n` replies read back.
 //! A visit ([`Pipeline::visit`]) is one such increment followed by reads
-//! (`mg <key> v`) of keys that are absent, in one batch: what a client of
-//! a sliding window with many sub-windows sends after an absence, with
-//! no client library's work around it.
+//! (`mg <key> v`) of other keys, all absent or all present, in one batch:
+//! what a client of a sliding window with many sub-windows sends after an
+//! absence, with no client library's work around it.
 //! Commands and replies are as memcached's protocol.txt, "Meta Arithmetic"
 //! and "Meta Get", define them
 //! (<https://github.com/memcached/memcached/wiki/MetaCommands>).
@@ -76,39 +76,82 @@ impl Pipeline {
     /// missing), alone: a [`visit`](Self::visit) with no reads. Returns
     /// its value.
     pub async fn increment(&mut self, key: &[u8], ttl: u32) -> io::Result<u64> {
-        self.visit(key, 0, ttl).await
+        self.visit(key, key, Reads::Absent(0), ttl).await
     }
 
     /// Increments `key` by 1 (created at 1 with lifetime `ttl` seconds if
-    /// missing) and reads `reads` keys that no one writes
-    /// (`<key>:absent:<i>`), in one batch; returns the counter's value.
-    /// Any read that finds a value is an error: the keys must be absent.
-    pub async fn visit(&mut self, key: &[u8], reads: usize, ttl: u32) -> io::Result<u64> {
+    /// missing) and reads the keys `reads` names beside client `client`,
+    /// in one batch; returns the counter's value. A read that finds an
+    /// absent key present, or a present one absent, is an error.
+    pub async fn visit(
+        &mut self,
+        key: &[u8],
+        client: &[u8],
+        reads: Reads,
+        ttl: u32,
+    ) -> io::Result<u64> {
         // Written in place, with no allocation per visit.
         self.out.clear();
         self.out.extend_from_slice(b"ma ");
         self.out.extend_from_slice(key);
         push_increment_flags(&mut self.out, ttl);
-        for read in 0..reads {
+        for read in 0..reads.count() {
             self.out.extend_from_slice(b"mg ");
-            self.out.extend_from_slice(key);
-            write!(self.out, ":absent:{read} v\r\n")?;
+            reads.push_key(&mut self.out, client, read)?;
+            self.out.extend_from_slice(b" v\r\n");
         }
         let mut counter = None;
         let mut found = 0;
-        self.exchange(1 + reads, |reply| match reply {
+        self.exchange(1 + reads.count(), |reply| match reply {
             Reply::Value(value) if counter.is_none() => counter = Some(value),
             Reply::Value(_) => found += 1,
             Reply::Miss => {}
         })
         .await?;
+        let expected = match reads {
+            Reads::Absent(_) => 0,
+            Reads::Present(count) => count,
+        };
         match counter {
-            Some(value) if found == 0 => Ok(value),
+            Some(value) if found == expected => Ok(value),
             _ => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "a visit's increment missed, or an absent key held a value",
+                format!(
+                    "a visit's increment missed, or {found} of its {} reads found a value where \
+                     {expected} should",
+                    reads.count()
+                ),
             )),
         }
+    }
+
+    /// Creates the keys `Reads::Present(count)` reads beside each of
+    /// `clients`, with lifetime `ttl` seconds, in batches.
+    pub async fn create_present(
+        &mut self,
+        clients: &[Vec<u8>],
+        count: usize,
+        ttl: u32,
+    ) -> io::Result<()> {
+        const BATCH: usize = 1_000;
+        let reads = Reads::Present(count);
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(BATCH);
+        let mut values = Vec::new();
+        let every = clients
+            .iter()
+            .flat_map(|client| (0..count).map(move |read| (client, read)));
+        let mut every = every.peekable();
+        while every.peek().is_some() {
+            keys.clear();
+            for (client, read) in every.by_ref().take(BATCH) {
+                let mut key = Vec::new();
+                reads.push_key(&mut key, client, read)?;
+                keys.push(key);
+            }
+            self.increments(keys.iter().map(Vec::as_slice), ttl, &mut values)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Writes the batch in `out`, then reads its `sent` replies, each to
@@ -141,6 +184,35 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+}
+
+/// The keys a [`Pipeline::visit`] reads beside its increment of `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reads {
+    /// This many keys that no one writes (`<key>:absent:<i>`).
+    Absent(usize),
+    /// This many keys that [`Pipeline::create_present`] wrote
+    /// (`<key>:present:<i>`), as a returning client's sealed sub-windows
+    /// are.
+    Present(usize),
+}
+
+impl Reads {
+    /// How many keys it reads.
+    pub fn count(self) -> usize {
+        match self {
+            Reads::Absent(count) | Reads::Present(count) => count,
+        }
+    }
+
+    /// Appends the key of read `read` beside client `client`.
+    fn push_key(self, out: &mut Vec<u8>, client: &[u8], read: usize) -> io::Result<()> {
+        out.extend_from_slice(client);
+        match self {
+            Reads::Absent(_) => write!(out, ":absent:{read}"),
+            Reads::Present(_) => write!(out, ":present:{read}"),
+        }
     }
 }
 
@@ -194,7 +266,20 @@ fn parse(bytes: &[u8]) -> io::Result<Option<(Reply, usize)>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, push_increment_flags, Reply};
+    use super::{parse, push_increment_flags, Reads, Reply};
+
+    #[test]
+    fn a_visits_reads_are_named_beside_its_client_absent_or_present() {
+        let key = |reads: Reads, read| {
+            let mut out = Vec::new();
+            reads.push_key(&mut out, b"c-7", read).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(key(Reads::Absent(3), 2), "c-7:absent:2");
+        assert_eq!(key(Reads::Present(3), 0), "c-7:present:0");
+        assert_eq!(Reads::Present(8).count(), 8);
+        assert_eq!(Reads::Absent(0).count(), 0);
+    }
 
     #[test]
     fn increment_flags_carry_the_lifetime_in_decimal() {
