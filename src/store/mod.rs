@@ -333,7 +333,7 @@ pub(crate) fn counter_digits(bytes: &[u8]) -> Option<u64> {
 }
 
 /// The future a method of [`Store`] returns, as `async_trait` writes it.
-type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// A shared store is a store, so decorators such as [`CountingStore`] can
 /// wrap an `Arc<dyn Store>` that limiters also hold. Each call hands on

@@ -26,8 +26,6 @@ mod slots;
 mod wire;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,7 +41,7 @@ pub use self::protocol::Protocol;
 pub use self::router::ClientRouter;
 #[cfg(feature = "config")]
 pub(crate) use self::wire::is_host_port;
-use super::{Counters, PutCondition, PutOutcome, Store, Versioned};
+use super::{Answer, Counters, PutCondition, PutOutcome, Store, Versioned};
 use crate::error::StoreError;
 
 /// The most connections a memcached store keeps open to one server at
@@ -215,7 +213,7 @@ impl Store for MemcachedStore {
         delta: u64,
         ttl: Duration,
         also_read: &'life2 [&'life3 [u8]],
-    ) -> Pin<Box<dyn Future<Output = Result<Counters, StoreError>> + Send + 'async_trait>>
+    ) -> Answer<'async_trait, Counters>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
@@ -251,7 +249,7 @@ impl Store for MemcachedStore {
     fn get<'life0, 'life1, 'async_trait>(
         &'life0 self,
         key: &'life1 [u8],
-    ) -> Pin<Box<dyn Future<Output = Result<Option<Versioned>, StoreError>> + Send + 'async_trait>>
+    ) -> Answer<'async_trait, Option<Versioned>>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
@@ -269,7 +267,7 @@ impl Store for MemcachedStore {
     fn version<'life0, 'life1, 'async_trait>(
         &'life0 self,
         key: &'life1 [u8],
-    ) -> Pin<Box<dyn Future<Output = Result<Option<u64>, StoreError>> + Send + 'async_trait>>
+    ) -> Answer<'async_trait, Option<u64>>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
@@ -293,13 +291,7 @@ impl Store for MemcachedStore {
         value: &'life2 [u8],
         ttl: Duration,
         condition: PutCondition,
-    ) -> Pin<
-        Box<
-            dyn Future<Output = Result<(PutOutcome, Option<u64>), StoreError>>
-                + Send
-                + 'async_trait,
-        >,
-    >
+    ) -> Answer<'async_trait, (PutOutcome, Option<u64>)>
     where
         'life0: 'async_trait,
         'life1: 'async_trait,
