@@ -335,104 +335,76 @@ pub(crate) fn counter_digits(bytes: &[u8]) -> Option<u64> {
 /// The future a method of [`Store`] returns, as `async_trait` writes it.
 pub(crate) type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
+/// Methods of [`Store`] with the signature `async_trait` gives them, for
+/// an impl that returns a boxed future it made itself rather than writing
+/// an `async fn`: each is written as `fn get<'life0, 'life1>(&'life0 self,
+/// key: &'life1 [u8]) -> Option<Versioned> { … }`, naming a lifetime for
+/// `self` and each borrowed argument, all of which outlive the returned
+/// [`Answer`] of the value after `->`.
+macro_rules! by_hand {
+    ($(fn $name:ident<$($life:lifetime),+>(
+        &$self_life:lifetime $self:ident $(, $arg:ident: $ty:ty)* $(,)?
+    ) -> $out:ty $body:block)+) => {$(
+        fn $name<$($life,)+ 'async_trait>(
+            &$self_life $self $(, $arg: $ty)*
+        ) -> $crate::store::Answer<'async_trait, $out>
+        where
+            $($life: 'async_trait,)+
+            Self: 'async_trait,
+        $body
+    )+};
+}
+pub(crate) use by_hand;
+
 /// A shared store is a store, so decorators such as [`CountingStore`] can
 /// wrap an `Arc<dyn Store>` that limiters also hold. Each call hands on
 /// the shared store's own boxed future rather than boxing it again: a
 /// limiter's store call through its `Arc<dyn Store>` costs one
 /// allocation, not two.
 impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
-    fn increment<'life0, 'life1, 'life2, 'life3, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        delta: u64,
-        ttl: Duration,
-        also_read: &'life2 [&'life3 [u8]],
-    ) -> Answer<'async_trait, Counters>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        'life2: 'async_trait,
-        'life3: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).increment(key, delta, ttl, also_read)
-    }
+    by_hand! {
+        fn increment<'life0, 'life1, 'life2, 'life3>(
+            &'life0 self,
+            key: &'life1 [u8],
+            delta: u64,
+            ttl: Duration,
+            also_read: &'life2 [&'life3 [u8]],
+        ) -> Counters {
+            (**self).increment(key, delta, ttl, also_read)
+        }
 
-    fn decrement<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        delta: u64,
-    ) -> Answer<'async_trait, Option<u64>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).decrement(key, delta)
-    }
+        fn decrement<'life0, 'life1>(&'life0 self, key: &'life1 [u8], delta: u64) -> Option<u64> {
+            (**self).decrement(key, delta)
+        }
 
-    fn get_counters<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        keys: &'life1 [Vec<u8>],
-    ) -> Answer<'async_trait, Vec<Option<u64>>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).get_counters(keys)
-    }
+        fn get_counters<'life0, 'life1>(
+            &'life0 self,
+            keys: &'life1 [Vec<u8>],
+        ) -> Vec<Option<u64>> {
+            (**self).get_counters(keys)
+        }
 
-    fn get<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-    ) -> Answer<'async_trait, Option<Versioned>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).get(key)
-    }
+        fn get<'life0, 'life1>(&'life0 self, key: &'life1 [u8]) -> Option<Versioned> {
+            (**self).get(key)
+        }
 
-    fn version<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-    ) -> Answer<'async_trait, Option<u64>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).version(key)
-    }
+        fn version<'life0, 'life1>(&'life0 self, key: &'life1 [u8]) -> Option<u64> {
+            (**self).version(key)
+        }
 
-    fn put_versioned<'life0, 'life1, 'life2, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        value: &'life2 [u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Answer<'async_trait, (PutOutcome, Option<u64>)>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        'life2: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).put_versioned(key, value, ttl, condition)
-    }
+        fn put_versioned<'life0, 'life1, 'life2>(
+            &'life0 self,
+            key: &'life1 [u8],
+            value: &'life2 [u8],
+            ttl: Duration,
+            condition: PutCondition,
+        ) -> (PutOutcome, Option<u64>) {
+            (**self).put_versioned(key, value, ttl, condition)
+        }
 
-    fn delete<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        keys: &'life1 [Vec<u8>],
-    ) -> Answer<'async_trait, usize>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        (**self).delete(keys)
+        fn delete<'life0, 'life1>(&'life0 self, keys: &'life1 [Vec<u8>]) -> usize {
+            (**self).delete(keys)
+        }
     }
 
     fn immediate(&self) -> Option<&dyn ImmediateStore> {

@@ -41,7 +41,7 @@ pub use self::protocol::Protocol;
 pub use self::router::ClientRouter;
 #[cfg(feature = "config")]
 pub(crate) use self::wire::is_host_port;
-use super::{Answer, Counters, PutCondition, PutOutcome, Store, Versioned};
+use super::{by_hand, Counters, PutCondition, PutOutcome, Store, Versioned};
 use crate::error::StoreError;
 
 /// The most connections a memcached store keeps open to one server at
@@ -207,27 +207,65 @@ impl Store for MemcachedStore {
     // The calls every decision makes are written as `async_trait` writes
     // them, but with their futures built in their boxes (see
     // `crate::boxed`).
-    fn increment<'life0, 'life1, 'life2, 'life3, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        delta: u64,
-        ttl: Duration,
-        also_read: &'life2 [&'life3 [u8]],
-    ) -> Answer<'async_trait, Counters>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        'life2: 'async_trait,
-        'life3: 'async_trait,
-        Self: 'async_trait,
-    {
-        boxed::pinned(move || async move {
-            match &self.backend {
-                Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,
-                Backend::Classic(classic) => classic.increment(key, delta, ttl, also_read).await,
-            }
-            .map_err(|error| self.named(error, key))
-        })
+    by_hand! {
+        fn increment<'life0, 'life1, 'life2, 'life3>(
+            &'life0 self,
+            key: &'life1 [u8],
+            delta: u64,
+            ttl: Duration,
+            also_read: &'life2 [&'life3 [u8]],
+        ) -> Counters {
+            boxed::pinned(move || async move {
+                match &self.backend {
+                    Backend::Meta(meta) => meta.increment(key, delta, ttl, also_read).await,
+                    Backend::Classic(classic) => {
+                        classic.increment(key, delta, ttl, also_read).await
+                    }
+                }
+                .map_err(|error| self.named(error, key))
+            })
+        }
+
+        fn get<'life0, 'life1>(&'life0 self, key: &'life1 [u8]) -> Option<Versioned> {
+            boxed::pinned(move || async move {
+                match &self.backend {
+                    Backend::Meta(meta) => meta.get(key).await,
+                    Backend::Classic(classic) => classic.get(key).await,
+                }
+                .map_err(|error| self.named(error, key))
+            })
+        }
+
+        fn version<'life0, 'life1>(&'life0 self, key: &'life1 [u8]) -> Option<u64> {
+            boxed::pinned(move || async move {
+                match &self.backend {
+                    Backend::Meta(meta) => meta.version(key).await,
+                    Backend::Classic(classic) => classic
+                        .get(key)
+                        .await
+                        .map(|stored| stored.map(|stored| stored.version)),
+                }
+                .map_err(|error| self.named(error, key))
+            })
+        }
+
+        fn put_versioned<'life0, 'life1, 'life2>(
+            &'life0 self,
+            key: &'life1 [u8],
+            value: &'life2 [u8],
+            ttl: Duration,
+            condition: PutCondition,
+        ) -> (PutOutcome, Option<u64>) {
+            boxed::pinned(move || async move {
+                match &self.backend {
+                    Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
+                    Backend::Classic(classic) => {
+                        classic.put_versioned(key, value, ttl, condition).await
+                    }
+                }
+                .map_err(|error| self.named(error, key))
+            })
+        }
     }
 
     async fn decrement(&self, key: &[u8], delta: u64) -> Result<Option<u64>, StoreError> {
@@ -244,69 +282,6 @@ impl Store for MemcachedStore {
             Backend::Classic(classic) => classic.get_counters(keys).await,
         }
         .map_err(|error| self.named_all(error, keys))
-    }
-
-    fn get<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-    ) -> Answer<'async_trait, Option<Versioned>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        boxed::pinned(move || async move {
-            match &self.backend {
-                Backend::Meta(meta) => meta.get(key).await,
-                Backend::Classic(classic) => classic.get(key).await,
-            }
-            .map_err(|error| self.named(error, key))
-        })
-    }
-
-    fn version<'life0, 'life1, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-    ) -> Answer<'async_trait, Option<u64>>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        Self: 'async_trait,
-    {
-        boxed::pinned(move || async move {
-            match &self.backend {
-                Backend::Meta(meta) => meta.version(key).await,
-                Backend::Classic(classic) => classic
-                    .get(key)
-                    .await
-                    .map(|stored| stored.map(|stored| stored.version)),
-            }
-            .map_err(|error| self.named(error, key))
-        })
-    }
-
-    fn put_versioned<'life0, 'life1, 'life2, 'async_trait>(
-        &'life0 self,
-        key: &'life1 [u8],
-        value: &'life2 [u8],
-        ttl: Duration,
-        condition: PutCondition,
-    ) -> Answer<'async_trait, (PutOutcome, Option<u64>)>
-    where
-        'life0: 'async_trait,
-        'life1: 'async_trait,
-        'life2: 'async_trait,
-        Self: 'async_trait,
-    {
-        boxed::pinned(move || async move {
-            match &self.backend {
-                Backend::Meta(meta) => meta.put_versioned(key, value, ttl, condition).await,
-                Backend::Classic(classic) => {
-                    classic.put_versioned(key, value, ttl, condition).await
-                }
-            }
-            .map_err(|error| self.named(error, key))
-        })
     }
 
     async fn delete(&self, keys: &[Vec<u8>]) -> Result<usize, StoreError> {
