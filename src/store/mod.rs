@@ -354,6 +354,8 @@ macro_rules! by_hand {
         $body
     )+};
 }
+// Used by `MemcachedStore` too, which the `memcached` feature builds.
+#[cfg_attr(not(feature = "memcached"), allow(unused_imports))]
 pub(crate) use by_hand;
 
 /// A shared store is a store, so decorators such as [`CountingStore`] can
